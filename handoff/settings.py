@@ -1,0 +1,198 @@
+"""Django settings for Handoff.
+
+Every setting that differs between a laptop and a cluster comes from an environment
+variable with a default that lets a fresh checkout run; docs/configuration.md lists them.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+
+def envbool(name: str, default: str) -> bool:
+    return os.getenv(name, default).strip().lower() in ("1", "true", "yes", "on")
+
+
+def envint(name: str, default: str) -> int:
+    return int(os.getenv(name, default))
+
+
+def envlist(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.getenv(name, default).split(",") if item.strip()]
+
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+# Runtime state of a local run (SQLite database, private Redis, logs, beat schedule).
+RUN_DIR = Path(os.getenv("HANDOFF_RUN_DIR", str(BASE_DIR / ".run")))
+
+DEBUG = envbool("DEBUG", "True")
+HANDOFF_DEMO = envbool("HANDOFF_DEMO", "False")
+DEMO_USERNAME = "demo"
+
+SECRET_KEY = os.getenv("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not (DEBUG or HANDOFF_DEMO):
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    # Good enough for a laptop; the prefix makes `check --deploy` flag it elsewhere.
+    SECRET_KEY = "django-insecure-handoff-local-development-key-do-not-deploy"
+
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",  # First, so `runserver` serves ASGI (websockets) too.
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "handoff",
+    "webui",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Before LoginRequiredMiddleware, so demo visitors are signed in rather than redirected.
+    "webui.middleware.DemoSignInMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "handoff.urls"
+WSGI_APPLICATION = "handoff.wsgi.application"
+ASGI_APPLICATION = "handoff.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "webui.context_processors.handoff",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.config(
+        default=f"sqlite:///{RUN_DIR / 'db.sqlite3'}",
+        conn_max_age=envint("DATABASE_CONN_MAX_AGE", "0"),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    if "DATABASE_URL" not in os.environ:
+        # A fresh checkout has no .run/ yet; SQLite creates the file, not its folder.
+        RUN_DIR.mkdir(parents=True, exist_ok=True)
+    # The web server, workers and beat share one file: WAL lets readers and a writer coexist.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(os.getenv("STATIC_ROOT", str(BASE_DIR / "static-collected")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        # The manifest needs `collectstatic`, which the Docker image runs; a checkout doesn't.
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage",
+    },
+}
+
+# Production hardening. Each default follows DEBUG and can be overridden one by one.
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", str(not DEBUG))
+# Probes speak plain HTTP to the pod; a redirect would read as "down".
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", str(not DEBUG))
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", str(not DEBUG))
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "0" if DEBUG else "31536000")
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", str(not DEBUG))
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", "False")
+if envbool("SECURE_PROXY_SSL_HEADER", "False"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SILENCED_SYSTEM_CHECKS = []
+if not SECURE_HSTS_PRELOAD:
+    # Asking browsers to preload a domain is a per-domain commitment that is hard to undo,
+    # so it stays the operator's explicit choice rather than a warning to "fix".
+    SILENCED_SYSTEM_CHECKS.append("security.W021")
+
+REDIS_URL = os.getenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL]},
+    }
+}
+
+# Celery reads every CELERY_* setting below (see handoff/celery.py).
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULE_FILENAME = str(RUN_DIR / "celerybeat-schedule")
+
+# Workers prove they consume tasks by running this heartbeat; /healthz reads its age.
+HANDOFF_HEARTBEAT_INTERVAL = envint("HANDOFF_HEARTBEAT_INTERVAL", "5")
+HANDOFF_HEARTBEAT_STALE_AFTER = envint("HANDOFF_HEARTBEAT_STALE_AFTER", "30")
+CELERY_BEAT_SCHEDULE = {
+    "heartbeat": {
+        "task": "handoff.tasks.heartbeat",
+        "schedule": HANDOFF_HEARTBEAT_INTERVAL,
+        # A heartbeat queued while no worker ran proves nothing once one is back.
+        "options": {"expires": HANDOFF_HEARTBEAT_INTERVAL * 2},
+    },
+}
+
+LOG_LEVEL = os.getenv("LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+    },
+}
