@@ -1,0 +1,80 @@
+"""``manage.py triage --trace FILE``: where each pod's handoff stopped, offline."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import orjson
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from handoff.report import build_report, render_table
+from handoff.timeline import fold_file
+from handoff.trace import parse_time
+from handoff.verdicts import VERDICT_NAMES
+
+MAX_ERRORS_PRINTED = 20
+
+
+class Command(BaseCommand):
+    help = "Fold a trace into per-pod handoff timelines and print their verdicts, worst first."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--trace", required=True, help="trace v1 file (.jsonl or .jsonl.gz)")
+        parser.add_argument(
+            "--at", help="evaluate at this RFC 3339 time (default: the last observed time)"
+        )
+        parser.add_argument(
+            "--stuck-after",
+            type=float,
+            default=60.0,
+            help="seconds after binding before a pod not Running counts as stuck (default 60)",
+        )
+        parser.add_argument("--format", choices=("table", "json"), default="table")
+        parser.add_argument(
+            "--verdict",
+            action="append",
+            choices=VERDICT_NAMES,
+            default=[],
+            help="only pods with this verdict (repeatable)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        at = _parse_at(options["at"])
+        try:
+            timeline, reader = fold_file(options["trace"], until=at)
+        except OSError as exc:
+            raise CommandError(f"cannot read {options['trace']}: {exc.strerror or exc}") from exc
+        for error in reader.errors[:MAX_ERRORS_PRINTED]:
+            self.stderr.write(f"{options['trace']}: {error}")
+        if len(reader.errors) > MAX_ERRORS_PRINTED:
+            self.stderr.write(f"... and {len(reader.errors) - MAX_ERRORS_PRINTED} more bad lines")
+        if timeline.events_applied == 0 and reader.errors:
+            self.stderr.write(f"{options['trace']}: nothing could be read")
+            sys.exit(2)
+        report = build_report(
+            timeline,
+            at=at,
+            stuck_after=options["stuck_after"],
+            errors=reader.errors,
+            only=options["verdict"],
+        )
+        if options["format"] == "json":
+            self.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        else:
+            self.stdout.write(render_table(report, colour=_colour_wanted(self.stdout)))
+
+
+def _parse_at(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError as exc:
+        raise CommandError(f"--at must be an RFC 3339 time, got {value!r}") from exc
+
+
+def _colour_wanted(stream: Any) -> bool:
+    isatty = getattr(getattr(stream, "_out", stream), "isatty", None)
+    return bool(isatty and isatty()) and "NO_COLOR" not in os.environ

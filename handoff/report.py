@@ -1,0 +1,235 @@
+"""The triage report: every pod's verdict, milestones, stages and events at a time,
+as JSON (CLI, API) or as a table for a terminal."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from handoff import verdicts as v
+from handoff.durations import durations, summarise
+from handoff.explain import Context, explain
+from handoff.kube import parse_admission_message
+from handoff.trace import LineError, format_time, parse_time
+
+if TYPE_CHECKING:
+    from handoff.timeline import PodState, Timeline
+
+_INDEX = {name: index for index, name in enumerate(v.MILESTONES)}
+MAX_ERRORS_LISTED = 100
+
+
+def _iso(value: float | None) -> str | None:
+    return None if value is None else format_time(value)
+
+
+def evaluation_time(timeline: Timeline, at: float | None) -> float:
+    if at is not None:
+        return at
+    return timeline.last_observed if timeline.last_observed is not None else 0.0
+
+
+def pod_view(
+    timeline: Timeline, pod: PodState, now: float, stuck_after: float = 60.0
+) -> dict[str, Any]:
+    """Everything the CLI, the API and the pod page show about one pod."""
+    judgement = timeline.judge(pod, now, stuck_after)
+    binding = timeline.binding(pod)
+    m = pod.milestones
+    rejection = None
+    message = pod.unschedulable_message
+    if judgement.verdict == v.REJECTED:
+        reason, message = pod.rejection or (judgement.reason or "", pod.status_message)
+        rejection = {"reason": reason, "message": message}
+        parsed = parse_admission_message(message)
+        if parsed:
+            rejection.update(parsed)
+    elif judgement.verdict == v.EVICTED and pod.evicted_event is not None:
+        message = pod.evicted_event[2]
+    elif judgement.verdict == v.EVICTED and pod.status_reason == "Evicted":
+        message = pod.status_message
+    bound = m[_INDEX["bound"]] if m[_INDEX["bound"]] is not None else m[_INDEX["created"]]
+    window = judgement.podgc_window
+    ctx = Context(
+        node=pod.node,
+        binding=binding,
+        message=message,
+        resources=parse_admission_message(message) if rejection else None,
+        owner_kind=pod.owner[0] if pod.owner else "",
+        since_bound=None if bound is None else max(0.0, now - bound),
+        podgc_from=format_time(window[0]) if window else "",
+        podgc_to=format_time(window[1]) if window else "",
+        node_lost_at=_iso(judgement.node_lost_at) or "",
+    )
+    known = [t for t in m if t is not None]
+    return {
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": None if pod.uid.startswith("name:") else pod.uid,
+        "node": pod.node or None,
+        "node_exists": judgement.node_exists,
+        "binding": binding,
+        "owner": {"kind": pod.owner[0], "name": pod.owner[1]} if pod.owner else None,
+        "verdict": judgement.verdict,
+        "reason": judgement.reason,
+        "explanation": explain(judgement.verdict, judgement.reason, ctx),
+        "since": _iso(max(known)) if known else None,
+        "milestones": {name: _iso(m[i]) for name, i in _INDEX.items()},
+        "durations": durations(m),
+        "stages": stages(m, now),
+        "rejection": rejection,
+        "podgc": {"earliest": _iso(window[0]), "latest": _iso(window[1])} if window else None,
+        "events": [_event_view(record) for record in _sorted_events(pod)],
+        "changes": [{"at": _iso(t), "what": text} for t, text in pod.changes],
+    }
+
+
+def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any]]:
+    """The stage bars between milestones; the current one is open and ends at ``now``."""
+    deleted = milestones[_INDEX["deleted"]]
+    horizon = deleted if deleted is not None else now
+    bars = []
+    for stage in v.STAGES:
+        starts = [milestones[_INDEX[s]] for s in stage.starts]
+        start = next((t for t in starts if t is not None), None)
+        if start is None:
+            continue
+        ends = [milestones[_INDEX[e]] for e in stage.ends]
+        end = min((t for t in ends if t is not None and t >= start), default=None)
+        is_open = end is None and deleted is None
+        bars.append(
+            {
+                "name": stage.name,
+                "start": _iso(start),
+                "end": _iso(end if end is not None else max(horizon, start)),
+                "open": is_open,
+            }
+        )
+    return bars
+
+
+def _sorted_events(pod: PodState) -> list[Any]:
+    return sorted(
+        pod.events.values(),
+        key=lambda e: (e.first if e.first is not None else e.observed, e.reason),
+    )
+
+
+def _event_view(record: Any) -> dict[str, Any]:
+    return {
+        "reason": record.reason,
+        "type": record.type,
+        "source": record.component or None,
+        "host": record.host or None,
+        "message": record.message,
+        "first": _iso(record.first if record.first is not None else record.observed),
+        "last": _iso(record.last if record.last is not None else record.observed),
+        "count": record.count,
+    }
+
+
+def sort_key(view: dict[str, Any]) -> tuple[Any, ...]:
+    """Worst first, then oldest first."""
+    created = view["milestones"]["created"] or "9999"
+    return (-v.severity(view["verdict"]), created, view["namespace"], view["name"])
+
+
+def build_report(
+    timeline: Timeline,
+    at: float | None = None,
+    stuck_after: float = 60.0,
+    errors: Iterable[LineError] = (),
+    only: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The triage JSON: ``{evaluated_at, cluster, pods, summary, skipped}``."""
+    now = evaluation_time(timeline, at)
+    wanted = set(only)
+    views = [pod_view(timeline, pod, now, stuck_after) for pod in timeline.pods.values()]
+    counts = Counter(view["verdict"] for view in views)
+    samples: dict[str, list[float]] = {}
+    for view in views:
+        for name, value in view["durations"].items():
+            if value is not None:
+                samples.setdefault(name, []).append(value)
+    if wanted:
+        views = [view for view in views if view["verdict"] in wanted]
+    views.sort(key=sort_key)
+    error_list = list(errors)
+    return {
+        "evaluated_at": _iso(now),
+        "cluster": timeline.cluster,
+        "stuck_after": stuck_after,
+        "pods": views,
+        "summary": {
+            "verdicts": {name: counts.get(name, 0) for name in v.VERDICT_NAMES},
+            "durations": summarise(samples),
+            "pods": sum(counts.values()),
+            "nodes": len(timeline.nodes),
+        },
+        "skipped": dict(sorted(timeline.skipped.items())),
+        "watch_errors": len(timeline.watch_errors),
+        "errors": [{"line": e.line, "message": e.message} for e in error_list[:MAX_ERRORS_LISTED]],
+        "error_count": len(error_list),
+    }
+
+
+# ------------------------------------------------------------------ table
+
+_COLUMNS = ("VERDICT", "REASON", "POD", "NODE", "BINDING", "IN STAGE", "CREATE→RUN")
+
+
+def render_table(report: dict[str, Any], colour: bool = False) -> str:
+    """A line per pod, worst first; coloured by verdict when ``colour``."""
+    now = report["evaluated_at"]
+    rows = [_row(view, now) for view in report["pods"]]
+    widths = [len(c) for c in _COLUMNS]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip()]
+    for view, row in zip(report["pods"], rows, strict=True):
+        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        lines.append(_paint(line, view["verdict"]) if colour else line)
+    lines.append("")
+    lines.append(_summary_line(report))
+    return "\n".join(lines)
+
+
+def _row(view: dict[str, Any], now: str | None) -> list[str]:
+    node = view["node"] or "-"
+    if view["node_exists"] is False:
+        node += " (missing)"
+    create_to_run = view["durations"]["create_to_running"]
+    return [
+        view["verdict"],
+        view["reason"] or "",
+        f"{view['namespace']}/{view['name']}",
+        node,
+        view["binding"] or "-",
+        _ago(view["since"], now),
+        "-" if create_to_run is None else f"{create_to_run:.1f}s",
+    ]
+
+
+def _ago(since: str | None, now: str | None) -> str:
+    if since is None or now is None:
+        return "-"
+    seconds = max(0.0, parse_time(now) - parse_time(since))
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _paint(line: str, verdict: str) -> str:
+    hexcode = v.colour(verdict).lstrip("#")
+    red, green, blue = (int(hexcode[i : i + 2], 16) for i in (0, 2, 4))
+    return f"\x1b[38;2;{red};{green};{blue}m{line}\x1b[0m"
+
+
+def _summary_line(report: dict[str, Any]) -> str:
+    counts = report["summary"]["verdicts"]
+    parts = [f"{name} {count}" for name, count in counts.items() if count]
+    head = f"{report['summary']['pods']} pods at {report['evaluated_at']}"
+    return head + (": " + ", ".join(parts) if parts else "")

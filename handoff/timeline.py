@@ -1,0 +1,824 @@
+"""The fold: watch events in, per-pod handoff timelines out.
+
+``Timeline.apply`` takes one watch event (Pod, Node or Event of either API
+group) and updates the state of one cluster. It keeps only what a timeline
+needs, never whole objects. It is idempotent (a relist or a redelivered event
+changes nothing: stale resourceVersions are ignored, milestones keep their
+earliest time) and indifferent to how the Pod and Event watches interleave
+(facts from events and from pod status are combined when a pod is judged, not
+when they arrive).
+
+``Timeline.judge`` turns one pod's state into a verdict at a given time.
+Milestone times follow one rule (``kube.seen_at``): the watch receive time of
+the event that first revealed the fact, unless the object's own timestamp
+shows the watcher saw it more than a second late.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from handoff import verdicts as v
+from handoff.kube import (
+    KUBELET,
+    EventFacts,
+    read_event,
+    rv_number,
+    seen_at,
+    timestamp,
+)
+from handoff.report import build_report
+from handoff.trace import TraceReader, WatchEvent, parse_time
+
+# Milestone slots: a list per pod is far smaller than a dict.
+M = {name: index for index, name in enumerate(v.MILESTONES)}
+CREATED, BOUND, ACK, ADMITTED, REJECTED, SANDBOX, INITIALIZED = range(7)
+STARTED, RUNNING, READY, FINISHED, DELETED = range(7, 12)
+
+KUBELET_CONDITIONS = frozenset(
+    {"PodReadyToStartContainers", "PodHasNetwork", "Initialized", "Ready", "ContainersReady"}
+)
+SANDBOX_CONDITIONS = frozenset({"PodReadyToStartContainers", "PodHasNetwork"})
+# DisruptionTarget reasons (pkg/apis/core/types.go) that mean "evicted".
+EVICTION_DISRUPTIONS = frozenset(
+    {
+        "DeletionByTaintManager",
+        "EvictionByEvictionAPI",
+        "PreemptionByScheduler",
+        "PreemptionByKubeScheduler",
+        "TerminationByKubelet",
+    }
+)
+PODGC_MESSAGES = {
+    "PodGC: node no longer exists": "orphaned",
+    "PodGC: node is out-of-service": "out-of-service",
+    "PodGC: terminating pod on out-of-service node": "out-of-service",
+}
+NODE_DOWN_TAINTS = frozenset({"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"})
+PODGC_PERIOD = 20.0
+PODGC_QUARANTINE = 40.0
+MAX_CHANGES = 64
+
+
+@dataclass(slots=True)
+class EventRecord:
+    reason: str
+    type: str
+    component: str
+    host: str
+    message: str
+    first: float | None
+    last: float | None
+    count: int
+    observed: float
+
+
+@dataclass(slots=True)
+class PodState:
+    uid: str
+    namespace: str
+    name: str
+    node: str = ""
+    milestones: list[float | None] = field(default_factory=lambda: [None] * len(v.MILESTONES))
+    has_object: bool = False
+    first_node: str = ""
+    first_fresh: bool = False
+    first_scheduled_cond: bool = False
+    saw_unbound: bool = False
+    static: bool = False
+    owner: tuple[str, str] | None = None
+    rv: int | None = None
+    phase: str = ""
+    status_reason: str = ""
+    status_message: str = ""
+    waiting: str = ""
+    terminated: str = ""
+    unschedulable: str = ""
+    unschedulable_message: str = ""
+    disruption: tuple[str, str] | None = None
+    deletion_requested: float | None = None
+    scheduled_event: bool = False
+    rejection: tuple[str, str] | None = None
+    evicted_event: tuple[float, str, str] | None = None
+    taint_eviction: tuple[float, str] | None = None
+    node_not_ready: float | None = None
+    event_waiting: str = ""
+    started_event: float | None = None
+    events: dict[str, EventRecord] = field(default_factory=dict)
+    changes: list[tuple[float, str]] = field(default_factory=list)
+    signature: tuple[Any, ...] = ()
+    last_change: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def mark(self, index: int, when: float | None) -> None:
+        """Milestones keep their earliest time, so replays and races change nothing."""
+        if when is None:
+            return
+        current = self.milestones[index]
+        if current is None or when < current:
+            self.milestones[index] = when
+
+
+@dataclass(slots=True)
+class NodeState:
+    name: str
+    exists: bool = False
+    deleted: float | None = None
+    rv: int | None = None
+    ready: str = ""
+    # (start, end or None, why): intervals the node was NotReady/Unknown.
+    down: list[list[Any]] = field(default_factory=list)
+    taints: list[dict[str, Any]] = field(default_factory=list)
+    unschedulable: bool = False
+
+
+@dataclass(slots=True)
+class Judgement:
+    verdict: str
+    reason: str | None
+    node_exists: bool | None
+    podgc_window: tuple[float, float] | None = None
+    node_lost_at: float | None = None
+
+
+class Timeline:
+    """The handoff state of one cluster, folded from its watch events."""
+
+    def __init__(self, cluster: str | None = None) -> None:
+        self.cluster = cluster
+        self.pods: dict[str, PodState] = {}
+        self.by_name: dict[str, str] = {}
+        self.nodes: dict[str, NodeState] = {}
+        self.skipped: Counter[str] = Counter()
+        self.watch_errors: list[tuple[float, str]] = []
+        self.last_observed: float | None = None
+        self.events_applied = 0
+
+    # ----------------------------------------------------------------- fold
+
+    def apply(self, event: WatchEvent) -> PodState | None:
+        """Fold one watch event; returns the pod it changed, if any."""
+        observed = parse_time(event.observed)
+        if self.last_observed is None or observed > self.last_observed:
+            self.last_observed = observed
+        self.events_applied += 1
+        obj = event.object
+        kind = obj.get("kind")
+        if event.type == "BOOKMARK":
+            return None
+        if event.type == "ERROR":
+            self.watch_errors.append((observed, str(obj.get("message", ""))[:200]))
+            return None
+        if kind == "Pod":
+            return self.apply_pod(observed, event.type, obj)
+        if kind == "Event":
+            return self.apply_event(observed, obj)
+        if kind == "Node":
+            self.apply_node(observed, event.type, obj)
+            return None
+        self.skipped[str(kind)] += 1
+        return None
+
+    def apply_pod(self, observed: float, type_: str, obj: dict[str, Any]) -> PodState | None:
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("name"):
+            self.skipped["Pod without metadata"] += 1
+            return None
+        pod = self._pod_for(meta)
+        if pod.milestones[DELETED] is not None:
+            return None
+        rv = rv_number(meta)
+        stale = pod.rv is not None and rv is not None and rv <= pod.rv
+        if stale and type_ != "DELETED":
+            return None
+        if not stale:
+            pod.rv = rv if rv is not None else pod.rv
+            spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+            status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+            if not pod.has_object:
+                self._first_sight(pod, observed, meta, spec, status)
+            self._read_pod(pod, observed, meta, spec, status)
+        if type_ == "DELETED":
+            pod.mark(DELETED, observed)
+        self._note_changes(pod, observed, type_)
+        return pod
+
+    def _pod_for(self, meta: dict[str, Any]) -> PodState:
+        namespace = str(meta.get("namespace") or "default")
+        name = str(meta["name"])
+        uid = str(meta.get("uid") or f"{namespace}/{name}")
+        pod = self.pods.get(uid)
+        if pod is None:
+            pod = self._new_pod(uid, namespace, name)
+        return pod
+
+    def _new_pod(self, uid: str, namespace: str, name: str) -> PodState:
+        pod = PodState(uid, namespace, name)
+        self.pods[uid] = pod
+        orphan_events = self.pods.pop(f"name:{namespace}/{name}", None)
+        if orphan_events is not None:
+            _merge_events(pod, orphan_events)
+        self.by_name[f"{namespace}/{name}"] = uid
+        return pod
+
+    def _first_sight(
+        self,
+        pod: PodState,
+        observed: float,
+        meta: dict[str, Any],
+        spec: dict[str, Any],
+        status: dict[str, Any],
+    ) -> None:
+        pod.has_object = True
+        pod.first_node = str(spec.get("nodeName") or "")
+        conditions = status.get("conditions") if isinstance(status.get("conditions"), list) else []
+        kinds = {c.get("type") for c in conditions if isinstance(c, dict)}
+        pod.first_scheduled_cond = "PodScheduled" in kinds
+        pod.first_fresh = not status.get("startTime") and not (kinds & KUBELET_CONDITIONS)
+        pod.mark(CREATED, seen_at(observed, timestamp(meta.get("creationTimestamp"))))
+        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+        owners = meta.get("ownerReferences")
+        owner = owners[0] if isinstance(owners, list) and owners else None
+        if isinstance(owner, dict):
+            pod.owner = (str(owner.get("kind", "")), str(owner.get("name", "")))
+        pod.static = (
+            "kubernetes.io/config.mirror" in annotations
+            or annotations.get("kubernetes.io/config.source") == "file"
+            or (pod.owner is not None and pod.owner[0] == "Node")
+        )
+
+    def _read_pod(
+        self,
+        pod: PodState,
+        observed: float,
+        meta: dict[str, Any],
+        spec: dict[str, Any],
+        status: dict[str, Any],
+    ) -> None:
+        node = str(spec.get("nodeName") or "")
+        conditions = _conditions(status)
+        if not node:
+            pod.saw_unbound = True
+        elif not pod.node:
+            pod.mark(BOUND, self._bind_time(pod, observed, meta, status, conditions))
+        pod.node = node or pod.node
+        pod.phase = str(status.get("phase") or pod.phase)
+        pod.status_reason = str(status.get("reason") or "")
+        pod.status_message = str(status.get("message") or "")
+        if meta.get("deletionTimestamp") and pod.deletion_requested is None:
+            pod.deletion_requested = observed
+        self._read_conditions(pod, observed, conditions)
+        self._read_kubelet_status(pod, observed, status, conditions)
+        self._read_containers(pod, observed, status)
+
+    def _bind_time(
+        self,
+        pod: PodState,
+        observed: float,
+        meta: dict[str, Any],
+        status: dict[str, Any],
+        conditions: dict[str, dict[str, Any]],
+    ) -> float:
+        scheduled = conditions.get("PodScheduled")
+        if scheduled is not None and scheduled.get("status") == "True":
+            return seen_at(observed, timestamp(scheduled.get("lastTransitionTime")))
+        if pod.first_fresh and pod.first_node:
+            return pod.milestones[CREATED] or observed
+        return seen_at(observed, timestamp(status.get("startTime")))
+
+    def _read_conditions(
+        self, pod: PodState, observed: float, conditions: dict[str, dict[str, Any]]
+    ) -> None:
+        scheduled = conditions.get("PodScheduled")
+        if scheduled is not None and scheduled.get("status") == "False":
+            pod.unschedulable = str(scheduled.get("reason") or "Unschedulable")
+            pod.unschedulable_message = str(scheduled.get("message") or "")
+        disruption = conditions.get("DisruptionTarget")
+        if disruption is not None and disruption.get("status") == "True":
+            pod.disruption = (str(disruption.get("reason", "")), str(disruption.get("message", "")))
+        for ctype, index in (("Initialized", INITIALIZED), ("Ready", READY)):
+            cond = conditions.get(ctype)
+            if cond is not None and cond.get("status") == "True":
+                pod.mark(index, seen_at(observed, timestamp(cond.get("lastTransitionTime"))))
+        for ctype in SANDBOX_CONDITIONS:
+            cond = conditions.get(ctype)
+            if cond is not None and cond.get("status") == "True":
+                pod.mark(SANDBOX, seen_at(observed, timestamp(cond.get("lastTransitionTime"))))
+
+    def _read_kubelet_status(
+        self,
+        pod: PodState,
+        observed: float,
+        status: dict[str, Any],
+        conditions: dict[str, dict[str, Any]],
+    ) -> None:
+        start = timestamp(status.get("startTime"))
+        kubelet_wrote = (
+            start is not None
+            or bool(status.get("hostIP"))
+            or bool(conditions.keys() & KUBELET_CONDITIONS)
+            or bool(status.get("containerStatuses"))
+        )
+        if not kubelet_wrote:
+            return
+        when = seen_at(observed, start)
+        pod.mark(ACK, when)
+        if pod.phase == "Failed" and _is_rejection(pod.status_reason, pod.status_message):
+            pod.rejection = (pod.status_reason, _strip_rejection(pod.status_message))
+            pod.mark(REJECTED, when)
+        else:
+            pod.mark(ADMITTED, when)
+        if pod.phase == "Running":
+            pod.mark(RUNNING, seen_at(observed, _latest_start(status)))
+        elif pod.phase in ("Succeeded", "Failed"):
+            pod.mark(FINISHED, seen_at(observed, _latest_finish(status)))
+
+    def _read_containers(self, pod: PodState, observed: float, status: dict[str, Any]) -> None:
+        statuses = status.get("containerStatuses")
+        waiting = ""
+        terminated = ""
+        if isinstance(status.get("initContainerStatuses"), list):
+            waiting = _waiting_reason(status["initContainerStatuses"], "Init:")
+        if isinstance(statuses, list) and statuses:
+            waiting = waiting or _waiting_reason(statuses, "")
+            terminated = _terminated_reason(statuses)
+            starts = [_started_at(cs) for cs in statuses if isinstance(cs, dict)]
+            if starts and all(s is not None for s in starts):
+                pod.mark(STARTED, seen_at(observed, max(s for s in starts if s is not None)))
+        pod.waiting = waiting
+        pod.terminated = terminated or pod.terminated
+
+    def _note_changes(self, pod: PodState, observed: float, type_: str) -> None:
+        signature = (
+            pod.node,
+            pod.phase,
+            pod.status_reason,
+            pod.waiting,
+            pod.deletion_requested is not None,
+            pod.disruption,
+            tuple(m is not None for m in pod.milestones),
+        )
+        if signature == pod.signature and type_ != "DELETED":
+            return
+        text = _describe_change(pod.signature, signature, type_)
+        pod.signature = signature
+        pod.last_change = observed
+        if len(pod.changes) < MAX_CHANGES:
+            pod.changes.append((observed, text))
+
+    # --------------------------------------------------------------- events
+
+    def apply_event(self, observed: float, obj: dict[str, Any]) -> PodState | None:
+        facts = read_event(obj)
+        if facts is None or not facts.reason:
+            self.skipped["Event without regarding/reason"] += 1
+            return None
+        if facts.kind == "Node":
+            self._apply_node_event(observed, facts)
+            return None
+        if facts.kind != "Pod" or not facts.name:
+            self.skipped[f"Event about {facts.kind or 'nothing'}"] += 1
+            return None
+        pod = self._pod_for_event(facts)
+        record = pod.events.get(facts.key)
+        if record is not None and _not_newer(facts, record):
+            return None
+        first = facts.first
+        if record is not None and record.first is not None:
+            first = record.first if first is None else min(first, record.first)
+        pod.events[facts.key] = EventRecord(
+            facts.reason,
+            facts.type,
+            facts.component,
+            facts.host,
+            facts.message,
+            first,
+            facts.last,
+            facts.count,
+            observed if record is None else record.observed,
+        )
+        self._event_effects(pod, observed, facts)
+        pod.last_change = max(pod.last_change, observed)
+        return pod
+
+    def _pod_for_event(self, facts: EventFacts) -> PodState:
+        if facts.uid:
+            pod = self.pods.get(facts.uid)
+            if pod is None:
+                pod = PodState(facts.uid, facts.namespace or "default", facts.name)
+                self.pods[facts.uid] = pod
+                self.by_name.setdefault(pod.key, facts.uid)
+            return pod
+        key = f"{facts.namespace or 'default'}/{facts.name}"
+        uid = self.by_name.get(key)
+        if uid is not None:
+            return self.pods[uid]
+        placeholder = f"name:{key}"
+        pod = self.pods.get(placeholder)
+        if pod is None:
+            pod = PodState(placeholder, facts.namespace or "default", facts.name)
+            self.pods[placeholder] = pod
+        return pod
+
+    def _event_effects(self, pod: PodState, observed: float, facts: EventFacts) -> None:
+        when = seen_at(observed, facts.first)
+        reason = facts.reason
+        if reason == "Scheduled":
+            pod.scheduled_event = True
+            pod.mark(BOUND, when)
+            if not pod.node:
+                pod.node = _assigned_node(facts.message)
+        elif reason == "FailedScheduling":
+            pod.unschedulable = pod.unschedulable or "Unschedulable"
+            pod.unschedulable_message = facts.message
+        elif reason == "TaintManagerEviction":
+            pod.taint_eviction = (when, facts.message)
+        elif reason == "NodeNotReady" and (pod.node_not_ready is None or when < pod.node_not_ready):
+            pod.node_not_ready = when
+        if facts.component != KUBELET:
+            return
+        pod.mark(ACK, when)
+        if v.is_admission_reason(reason) and facts.type == "Warning":
+            pod.rejection = pod.rejection or (reason, facts.message)
+            pod.mark(REJECTED, when)
+        elif reason == "Evicted":
+            pod.evicted_event = (when, reason, facts.message)
+        else:
+            pod.mark(ADMITTED, when)
+            self._events_only_facts(pod, when, facts)
+
+    @staticmethod
+    def _events_only_facts(pod: PodState, when: float, facts: EventFacts) -> None:
+        """What the kubelet's events alone say, for pods whose object we never see."""
+        if facts.reason == "Started":
+            if pod.started_event is None or when < pod.started_event:
+                pod.started_event = when
+        elif facts.reason in ("BackOff", "Failed"):
+            message = facts.message
+            if "pulling image" in message or "ImagePullBackOff" in message:
+                pod.event_waiting = "ImagePullBackOff"
+            elif "ErrImagePull" in message:
+                pod.event_waiting = pod.event_waiting or "ErrImagePull"
+            elif "restarting failed container" in message:
+                pod.event_waiting = "CrashLoopBackOff"
+
+    # ---------------------------------------------------------------- nodes
+
+    def apply_node(self, observed: float, type_: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("name"):
+            self.skipped["Node without metadata"] += 1
+            return
+        node = self.nodes.setdefault(str(meta["name"]), NodeState(str(meta["name"])))
+        rv = rv_number(meta)
+        if type_ != "DELETED" and node.rv is not None and rv is not None and rv <= node.rv:
+            return
+        node.rv = rv if rv is not None else node.rv
+        if type_ == "DELETED":
+            node.exists = False
+            node.deleted = node.deleted or observed
+            _close_down(node, observed)
+            return
+        node.exists = True
+        node.deleted = None
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        node.unschedulable = bool(spec.get("unschedulable"))
+        taints = spec.get("taints") if isinstance(spec.get("taints"), list) else []
+        node.taints = [_taint(t) for t in taints if isinstance(t, dict)]
+        ready = _conditions(status).get("Ready")
+        down_taint = next((t for t in node.taints if t["key"] in NODE_DOWN_TAINTS), None)
+        if ready is not None:
+            node.ready = str(ready.get("status", ""))
+        if (ready is not None and node.ready != "True") or down_taint is not None:
+            since = timestamp(ready.get("lastTransitionTime")) if ready else None
+            if since is None and down_taint is not None:
+                since = timestamp(down_taint.get("timeAdded"))
+            why = f"Ready={node.ready}" if ready else down_taint["key"]
+            _open_down(node, seen_at(observed, since), why)
+        elif ready is not None:
+            _close_down(node, seen_at(observed, timestamp(ready.get("lastTransitionTime"))))
+
+    def _apply_node_event(self, observed: float, facts: EventFacts) -> None:
+        if facts.reason != "NodeNotReady":
+            return
+        node = self.nodes.get(facts.name)
+        if node is None:
+            node = self.nodes.setdefault(facts.name, NodeState(facts.name))
+        _open_down(node, seen_at(observed, facts.first), "NodeNotReady event")
+
+    # ------------------------------------------------------------- judgement
+
+    @property
+    def nodes_known(self) -> bool:
+        return any(n.exists or n.deleted is not None for n in self.nodes.values())
+
+    def node_exists(self, name: str, at: float | None = None) -> bool | None:
+        """Whether a node object exists (at a time); None when no nodes were watched."""
+        if not self.nodes_known:
+            return None
+        node = self.nodes.get(name)
+        if node is None or (not node.exists and node.deleted is None):
+            return False
+        if node.deleted is not None:
+            return at is not None and at < node.deleted
+        return True
+
+    def judge(self, pod: PodState, now: float, stuck_after: float = 60.0) -> Judgement:
+        """The verdict for one pod at ``now``: the most specific cause wins."""
+        m = pod.milestones
+        exists = self.node_exists(pod.node, m[DELETED]) if pod.node else None
+        cause = self._deletion_cause(pod, exists)
+        if cause is not None:
+            return Judgement(cause[0], cause[1], exists)
+        if pod.rejection is not None or m[REJECTED] is not None:
+            reason = pod.rejection[0] if pod.rejection else pod.status_reason or None
+            return Judgement(v.REJECTED, reason, exists)
+        if pod.evicted_event is not None and m[ADMITTED] is None and m[RUNNING] is None:
+            return Judgement(v.REJECTED, "Evicted", exists)
+        lost_at = self._node_lost_at(pod, now)
+        if lost_at is not None:
+            return Judgement(v.NODE_LOST, "NodeNotReady", exists, node_lost_at=lost_at)
+        if pod.phase == "Succeeded":
+            return Judgement(v.SUCCEEDED, None, exists)
+        if pod.phase == "Failed":
+            return Judgement(v.FAILED, pod.status_reason or pod.terminated or None, exists)
+        if m[DELETED] is not None:
+            return Judgement(v.DELETED, None, exists)
+        if pod.phase == "Running" or (not pod.has_object and pod.started_event is not None):
+            return Judgement(v.RUNNING, pod.waiting or None, exists)
+        if not pod.node and m[BOUND] is None:
+            return Judgement(v.UNSCHEDULED, pod.unschedulable or None, exists)
+        return self._judge_handoff(pod, now, stuck_after, exists)
+
+    def _judge_handoff(
+        self, pod: PodState, now: float, stuck_after: float, exists: bool | None
+    ) -> Judgement:
+        m = pod.milestones
+        bound = m[BOUND] if m[BOUND] is not None else m[CREATED]
+        late = bound is not None and now - bound > stuck_after
+        if exists is False:
+            window = self.podgc_window(pod)
+            verdict = v.STUCK if late else v.AWAITING_KUBELET
+            return Judgement(verdict, "node-missing", exists, podgc_window=window)
+        if m[ACK] is None:
+            if late:
+                return Judgement(v.STUCK, "kubelet-silent", exists)
+            return Judgement(v.AWAITING_KUBELET, None, exists)
+        waiting = pod.waiting or pod.event_waiting or None
+        if late:
+            return Judgement(v.STUCK, waiting or "not-running", exists)
+        return Judgement(v.STARTING, waiting, exists)
+
+    def _deletion_cause(self, pod: PodState, exists: bool | None) -> tuple[str, str] | None:
+        if pod.disruption is not None:
+            reason, message = pod.disruption
+            if reason == "DeletionByPodGC":
+                return v.PODGC_DELETED, PODGC_MESSAGES.get(message, reason)
+            if reason in EVICTION_DISRUPTIONS:
+                return v.EVICTED, reason
+        if pod.taint_eviction is not None:
+            return v.EVICTED, "TaintManagerEviction"
+        if pod.phase == "Failed" and pod.status_reason == "Evicted" and pod.rejection is None:
+            return v.EVICTED, "Evicted"
+        if pod.evicted_event is not None and (
+            pod.milestones[ADMITTED] is not None or pod.milestones[RUNNING] is not None
+        ):
+            return v.EVICTED, "Evicted"
+        m = pod.milestones
+        if m[DELETED] is not None and pod.node and exists is False and m[ACK] is None:
+            return v.PODGC_DELETED, "orphaned"
+        return None
+
+    def _node_lost_at(self, pod: PodState, now: float) -> float | None:
+        m = pod.milestones
+        if m[RUNNING] is not None or pod.phase in ("Running", "Succeeded") or not pod.node:
+            return None
+        bound = m[BOUND] if m[BOUND] is not None else m[CREATED]
+        if bound is None:
+            return None
+        end = m[DELETED] if m[DELETED] is not None else now
+        candidates = [pod.node_not_ready] if pod.node_not_ready is not None else []
+        node = self.nodes.get(pod.node)
+        if node is not None:
+            for start, stop, _why in node.down:
+                if start <= end and (stop is None or stop >= bound):
+                    candidates.append(max(start, bound))
+        return min(candidates) if candidates else None
+
+    def podgc_window(self, pod: PodState) -> tuple[float, float] | None:
+        """When PodGC will force-delete a pod bound to a missing node: it notices on
+        a 20 s tick, quarantines the node name for 40 s, deletes on a later tick."""
+        m = pod.milestones
+        base = m[CREATED] if m[CREATED] is not None else m[BOUND]
+        node = self.nodes.get(pod.node)
+        if node is not None and node.deleted is not None:
+            base = max(base or node.deleted, node.deleted)
+        if base is None:
+            return None
+        return base + PODGC_QUARANTINE, base + PODGC_QUARANTINE + 2 * PODGC_PERIOD
+
+    def binding(self, pod: PodState) -> str | None:
+        """scheduler | manual | static | unknown, None while unbound."""
+        if pod.static:
+            return "static"
+        if pod.scheduled_event or (pod.saw_unbound and pod.node):
+            return "scheduler"
+        if not pod.node:
+            return None
+        if pod.has_object and pod.first_node and pod.first_fresh:
+            return "scheduler" if pod.first_scheduled_cond else "manual"
+        return "unknown"
+
+
+def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    raw = status.get("conditions")
+    if not isinstance(raw, list):
+        return {}
+    return {str(c.get("type")): c for c in raw if isinstance(c, dict)}
+
+
+def _is_rejection(reason: str, message: str) -> bool:
+    return message.startswith(v.REJECTION_PREFIX) or v.is_admission_reason(reason)
+
+
+def _strip_rejection(message: str) -> str:
+    return message[len(v.REJECTION_PREFIX) :] if message.startswith(v.REJECTION_PREFIX) else message
+
+
+def _state(container: Any) -> dict[str, Any]:
+    state = container.get("state") if isinstance(container, dict) else None
+    return state if isinstance(state, dict) else {}
+
+
+def _started_at(container: dict[str, Any]) -> float | None:
+    state = _state(container)
+    for key in ("running", "terminated"):
+        inner = state.get(key)
+        if isinstance(inner, dict):
+            return timestamp(inner.get("startedAt")) or 0.0
+    return None
+
+
+def _latest_start(status: dict[str, Any]) -> float | None:
+    statuses = status.get("containerStatuses")
+    if not isinstance(statuses, list):
+        return None
+    starts = [_started_at(cs) for cs in statuses if isinstance(cs, dict)]
+    known = [s for s in starts if s]
+    return max(known) if known else None
+
+
+def _latest_finish(status: dict[str, Any]) -> float | None:
+    statuses = status.get("containerStatuses")
+    if not isinstance(statuses, list):
+        return timestamp(status.get("startTime"))
+    ends = []
+    for cs in statuses:
+        state = _state(cs)
+        terminated = state.get("terminated")
+        if isinstance(terminated, dict):
+            ends.append(timestamp(terminated.get("finishedAt")))
+    known = [e for e in ends if e]
+    return max(known) if known else None
+
+
+def _waiting_reason(statuses: list[Any], prefix: str) -> str:
+    reasons = []
+    for cs in statuses:
+        state = _state(cs)
+        waiting = state.get("waiting")
+        if isinstance(waiting, dict) and waiting.get("reason"):
+            reasons.append(str(waiting["reason"]))
+    # A specific reason (ImagePullBackOff) says more than a routine one.
+    specific = [r for r in reasons if r not in ("ContainerCreating", "PodInitializing")]
+    chosen = specific[0] if specific else (reasons[0] if reasons else "")
+    return f"{prefix}{chosen}" if chosen else ""
+
+
+def _terminated_reason(statuses: list[Any]) -> str:
+    for cs in statuses:
+        state = _state(cs)
+        terminated = state.get("terminated")
+        if isinstance(terminated, dict) and terminated.get("exitCode") not in (0, None):
+            return str(terminated.get("reason") or f"exit code {terminated.get('exitCode')}")
+    return ""
+
+
+def _assigned_node(message: str) -> str:
+    # "Successfully assigned default/web-1 to worker-3"
+    marker = " to "
+    return message.rsplit(marker, 1)[1].strip() if marker in message else ""
+
+
+def _taint(raw: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "key": str(raw.get("key", "")),
+        "value": str(raw.get("value", "")),
+        "effect": str(raw.get("effect", "")),
+        "timeAdded": raw.get("timeAdded"),
+    }
+
+
+def _open_down(node: NodeState, since: float, why: str) -> None:
+    if node.down and node.down[-1][1] is None:
+        if since < node.down[-1][0]:
+            node.down[-1][0] = since
+        return
+    if node.down and node.down[-1][0] == since:
+        node.down[-1][1] = None
+        return
+    node.down.append([since, None, why])
+
+
+def _close_down(node: NodeState, when: float) -> None:
+    if node.down and node.down[-1][1] is None:
+        node.down[-1][1] = max(when, node.down[-1][0])
+
+
+def _not_newer(facts: EventFacts, record: EventRecord) -> bool:
+    if facts.count != record.count:
+        return facts.count < record.count
+    return (facts.last or 0.0) <= (record.last or 0.0)
+
+
+def _merge_events(pod: PodState, placeholder: PodState) -> None:
+    """Events seen (by name) before their pod: hand their facts to the pod."""
+    pod.events.update(placeholder.events)
+    for index, when in enumerate(placeholder.milestones):
+        pod.mark(index, when)
+    for attr in (
+        "scheduled_event",
+        "rejection",
+        "evicted_event",
+        "taint_eviction",
+        "node_not_ready",
+        "event_waiting",
+        "started_event",
+        "unschedulable",
+        "unschedulable_message",
+    ):
+        value = getattr(placeholder, attr)
+        if value:
+            setattr(pod, attr, value)
+    pod.node = pod.node or placeholder.node
+
+
+def _describe_change(before: tuple[Any, ...], after: tuple[Any, ...], type_: str) -> str:
+    if type_ == "DELETED":
+        return "deleted"
+    if not before:
+        return "first seen" + (f" on node {after[0]}" if after[0] else " without a node")
+    parts = []
+    labels = ("nodeName", "phase", "reason", "waiting", "deletionTimestamp", "DisruptionTarget")
+    for label, old, new in zip(labels, before[:6], after[:6], strict=True):
+        if old != new:
+            if label == "nodeName":
+                parts.append(f"nodeName set to {new}")
+            elif label == "deletionTimestamp":
+                parts.append("deletionTimestamp set")
+            elif label == "DisruptionTarget":
+                parts.append(f"DisruptionTarget: {new[0] if new else 'cleared'}")
+            else:
+                parts.append(f"{label}: {old or '-'} → {new or '-'}")
+    for name, old, new in zip(v.MILESTONES, before[6], after[6], strict=True):
+        if new and not old:
+            parts.append(f"{name.replace('_', ' ')}")
+    return ", ".join(parts) or "status updated"
+
+
+def fold(
+    events: Iterable[WatchEvent], cluster: str | None = None, until: float | None = None
+) -> Timeline:
+    """Fold watch events; with ``until``, only those observed up to that time."""
+    timeline = Timeline(cluster)
+    for event in events:
+        if until is not None and parse_time(event.observed) > until:
+            continue
+        timeline.apply(event)
+    return timeline
+
+
+def fold_trace(
+    path: str | Path, at: float | str | None = None, stuck_after: float = 60.0
+) -> dict[str, Any]:
+    """Offline triage of a trace file: the same JSON ``manage.py triage`` prints."""
+    when = parse_time(at) if isinstance(at, str) else at
+    timeline, reader = fold_file(path, until=when)
+    return build_report(timeline, at=when, stuck_after=stuck_after, errors=reader.errors)
+
+
+def fold_file(path: str | Path, until: float | None = None) -> tuple[Timeline, TraceReader]:
+    """Fold a whole trace file; the reader reports bad lines and skipped kinds."""
+    reader = TraceReader(path)
+    timeline = fold(reader, until=until)
+    timeline.cluster = reader.header.cluster if reader.header else None
+    timeline.skipped.update(reader.skipped)
+    return timeline, reader
