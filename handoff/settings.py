@@ -124,7 +124,8 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = Path(os.getenv("STATIC_ROOT", str(BASE_DIR / "static-collected")))
+# In DEBUG WhiteNoise serves straight from the apps' static/ folders; no collectstatic needed.
+STATIC_ROOT = os.getenv("STATIC_ROOT") or (None if DEBUG else str(BASE_DIR / "static-collected"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

@@ -18,8 +18,9 @@ CLOSE_BAD_CLUSTER = 4400
 
 
 def cluster_group(cluster: str) -> str | None:
+    """The Channels group of a cluster's live updates, or None for an unusable name."""
     group = GROUP_PREFIX + cluster
-    if len(group) > GROUP_NAME_MAX or not GROUP_NAME.match(group):
+    if len(group) > GROUP_NAME_MAX or not GROUP_NAME.match(cluster):
         return None
     return group
 
