@@ -209,6 +209,8 @@ _WAITING_ADVICE = {
     "CreateContainerConfigError": "A ConfigMap or Secret the container refers to is missing.",
     "ContainerCreating": "Volumes, the sandbox or the image pull are slow: see the events.",
     "PodInitializing": "Init containers are still running or failing: see the events.",
+    "FailedMount": "A volume cannot be mounted: see the FailedMount events for which one.",
+    "FailedAttachVolume": "A volume cannot be attached to the node: see the events.",
     "not-running": "See the pod's events for what the kubelet is waiting on.",
 }
 

@@ -444,6 +444,8 @@ class Timeline:
             pod.node_not_ready = when
         if facts.component != KUBELET:
             return
+        if not pod.node and facts.host:
+            pod.node = facts.host  # the kubelet that wrote it is the one it was handed to
         pod.mark(ACK, when)
         if v.is_admission_reason(reason) and facts.type == "Warning":
             pod.rejection = pod.rejection or (reason, facts.message)
@@ -468,6 +470,8 @@ class Timeline:
                 pod.event_waiting = pod.event_waiting or "ErrImagePull"
             elif "restarting failed container" in message:
                 pod.event_waiting = "CrashLoopBackOff"
+        elif facts.reason in ("FailedMount", "FailedAttachVolume"):
+            pod.event_waiting = pod.event_waiting or facts.reason
 
     # ---------------------------------------------------------------- nodes
 
@@ -553,7 +557,7 @@ class Timeline:
         if m[DELETED] is not None:
             return Judgement(v.DELETED, None, exists)
         if pod.phase == "Running" or (not pod.has_object and pod.started_event is not None):
-            return Judgement(v.RUNNING, pod.waiting or None, exists)
+            return Judgement(v.RUNNING, pod.waiting or pod.event_waiting or None, exists)
         if not pod.node and m[BOUND] is None:
             return Judgement(v.UNSCHEDULED, pod.unschedulable or None, exists)
         return self._judge_handoff(pod, now, stuck_after, exists)
@@ -562,7 +566,7 @@ class Timeline:
         self, pod: PodState, now: float, stuck_after: float, exists: bool | None
     ) -> Judgement:
         m = pod.milestones
-        bound = m[BOUND] if m[BOUND] is not None else m[CREATED]
+        bound = next((t for t in (m[BOUND], m[CREATED], m[ACK]) if t is not None), None)
         late = bound is not None and now - bound > stuck_after
         if exists is False:
             window = self.podgc_window(pod)

@@ -193,14 +193,18 @@ class TraceWriter:
     def __init__(
         self, target: str | Path | IO[bytes], cluster: str | None = None, source: str | None = None
     ) -> None:
-        self._owned = isinstance(target, str | Path)
-        if self._owned:
+        self._raw: IO[bytes] | None = None
+        if isinstance(target, str | Path):
             path = Path(target)
-            if path.suffix == ".gz":
-                # mtime=0 keeps recordings of the same run byte-identical.
-                self._stream: IO[bytes] = gzip.GzipFile(path, "wb", mtime=0)
-            else:
-                self._stream = open(path, "wb")  # noqa: SIM115 - closed in close()
+            self._raw = open(path, "wb")  # noqa: SIM115 - closed in close()
+            # No file name and mtime=0 in the gzip header: recordings of the same
+            # run are byte-identical whatever they are called.
+            gzipped = path.name.endswith(".gz")
+            self._stream: IO[bytes] = (
+                gzip.GzipFile(filename="", fileobj=self._raw, mode="wb", mtime=0)
+                if gzipped
+                else self._raw
+            )
         else:
             self._stream = target
         header: dict[str, Any] = {HEADER_KEY: TRACE_VERSION}
@@ -216,10 +220,11 @@ class TraceWriter:
         self._stream.write(encode_event(observed, type_, obj, cluster))
 
     def close(self) -> None:
-        if self._owned:
-            self._stream.close()
-        else:
-            self._stream.flush()
+        self._stream.flush()
+        if self._raw is not None:
+            if self._stream is not self._raw:
+                self._stream.close()
+            self._raw.close()
 
     def __enter__(self) -> TraceWriter:
         return self
