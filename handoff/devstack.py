@@ -36,6 +36,8 @@ def free_port(host: str = "127.0.0.1", preferred: int = 0, tries: int = 1) -> in
     """The first port from `preferred` on that nothing listens on (any free one for 0)."""
     for port in range(preferred, preferred + tries) if preferred else [0]:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            # As servers do: a port whose old connections linger in TIME_WAIT is free.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind((host, port))
             except OSError:
@@ -61,17 +63,21 @@ def start_time(pid: int) -> int | None:
     return int(stat[19])
 
 
-def group_members(pgid: int, not_before: int) -> list[int]:
-    """Live processes of group `pgid` started no earlier than its leader did.
+def group_members(pgid: int, leader_started: int) -> list[int]:
+    """Live processes of the group whose leader was process `pgid` started at `leader_started`.
 
-    The start-time bound keeps a recycled pid from making us signal a stranger.
+    A live leader with another start time means the pid was recycled: not our group. A dead
+    leader's group is still ours: Linux never hands out a pid still in use as a group id.
     """
+    leader = start_time(pgid)
+    if leader is not None and leader != leader_started:
+        return []
     members = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         stat = _proc_stat(int(entry.name))
-        if stat and stat[0] != "Z" and int(stat[2]) == pgid and int(stat[19]) >= not_before:
+        if stat and stat[0] != "Z" and int(stat[2]) == pgid:
             members.append(int(entry.name))
     return members
 
@@ -231,7 +237,7 @@ class Devstack:
         if any(group_members(*g) for g in groups):
             self.say("stopping processes left over by a previous run")
             stop_groups(groups, self.stop_timeout)
-        self.remove_pidfile()
+        self.pidfile.unlink(missing_ok=True)
 
     def start_redis(self) -> bool:
         if self.redis_url:

@@ -45,7 +45,8 @@ def test_it_creates_one_demo_user_without_a_password(client, settings):
     client.get("/")
     demo = User.objects.get(username="demo")
     assert not demo.has_usable_password()
-    assert not demo.is_staff and not demo.is_superuser
+    assert not demo.is_staff
+    assert not demo.is_superuser
 
 
 def test_it_refuses_password_sign_in_as_the_demo_user(client, settings):

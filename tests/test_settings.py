@@ -109,7 +109,9 @@ def test_it_defaults_redis_url_to_localhost(monkeypatch, tmp_path):
 
 def test_it_hardens_cookies_and_transport_in_production(monkeypatch, tmp_path):
     ns = load_settings(monkeypatch, tmp_path, DEBUG="0", SECRET_KEY=PRODUCTION_KEY)
-    assert ns["SECURE_SSL_REDIRECT"] and ns["SESSION_COOKIE_SECURE"] and ns["CSRF_COOKIE_SECURE"]
+    assert ns["SECURE_SSL_REDIRECT"]
+    assert ns["SESSION_COOKIE_SECURE"]
+    assert ns["CSRF_COOKIE_SECURE"]
     assert ns["SECURE_HSTS_SECONDS"] >= 31536000
     assert ns["SECURE_REDIRECT_EXEMPT"] == [r"^healthz$"]
 
