@@ -171,3 +171,126 @@ def parse_admission_message(message: str) -> dict[str, Any] | None:
         "used": int(match["used"]),
         "capacity": int(match["capacity"]),
     }
+
+
+KUBELET_CONDITIONS = frozenset(
+    {"PodReadyToStartContainers", "PodHasNetwork", "Initialized", "Ready", "ContainersReady"}
+)
+ROUTINE_WAITING = frozenset({"ContainerCreating", "PodInitializing"})
+
+
+@dataclass(slots=True)
+class StatusFacts:
+    """One pass over a pod's status: what the fold needs, nothing else."""
+
+    phase: str = ""
+    reason: str = ""
+    message: str = ""
+    start: float | None = None
+    kubelet_wrote: bool = False
+    scheduled: str = ""  # PodScheduled status: "True", "False" or ""
+    scheduled_at: float | None = None
+    unschedulable: str = ""
+    unschedulable_message: str = ""
+    sandbox_at: float | None = None
+    initialized_at: float | None = None
+    ready_at: float | None = None
+    disruption: tuple[str, str] | None = None
+    all_started_at: float | None = None
+    latest_start: float | None = None
+    latest_finish: float | None = None
+    waiting: str = ""
+    terminated: str = ""
+
+
+def read_status(status: Any) -> StatusFacts:
+    facts = StatusFacts()
+    if status.__class__ is not dict:
+        return facts
+    facts.phase = _str(status.get("phase"))
+    facts.reason = _str(status.get("reason"))
+    facts.message = _str(status.get("message"))
+    facts.start = timestamp(_str(status.get("startTime")))
+    facts.kubelet_wrote = facts.start is not None or bool(status.get("hostIP"))
+    conditions = status.get("conditions")
+    if conditions.__class__ is list:
+        _read_conditions(facts, conditions)
+    init = status.get("initContainerStatuses")
+    if init.__class__ is list and init:
+        facts.waiting = _read_containers(facts, init, "Init:", count_starts=False)
+    containers = status.get("containerStatuses")
+    if containers.__class__ is list and containers:
+        facts.kubelet_wrote = True
+        facts.waiting = facts.waiting or _read_containers(facts, containers, "", count_starts=True)
+    return facts
+
+
+def _read_conditions(facts: StatusFacts, conditions: list[Any]) -> None:
+    for cond in conditions:
+        if cond.__class__ is not dict:
+            continue
+        kind = cond.get("type")
+        true = cond.get("status") == "True"
+        if kind in KUBELET_CONDITIONS:
+            facts.kubelet_wrote = True
+            if true:
+                at = timestamp(_str(cond.get("lastTransitionTime")))
+                if kind == "Ready":
+                    facts.ready_at = at
+                elif kind == "Initialized":
+                    facts.initialized_at = at
+                elif kind != "ContainersReady":
+                    facts.sandbox_at = at
+        elif kind == "PodScheduled":
+            facts.scheduled = _str(cond.get("status"))
+            facts.scheduled_at = timestamp(_str(cond.get("lastTransitionTime")))
+            if not true:
+                facts.unschedulable = _str(cond.get("reason")) or "Unschedulable"
+                facts.unschedulable_message = _str(cond.get("message"))
+        elif kind == "DisruptionTarget" and true:
+            facts.disruption = (_str(cond.get("reason")), _str(cond.get("message")))
+
+
+def _read_containers(
+    facts: StatusFacts, statuses: list[Any], prefix: str, count_starts: bool
+) -> str:
+    """Waiting reason (a specific one over a routine one); start and finish times."""
+    waiting = routine = ""
+    all_started = count_starts
+    latest_start = None
+    for container in statuses:
+        state = container.get("state") if container.__class__ is dict else None
+        if state.__class__ is not dict:
+            all_started = False
+            continue
+        running = state.get("running")
+        terminated = state.get("terminated")
+        if running.__class__ is dict or terminated.__class__ is dict:
+            inner = running if running.__class__ is dict else terminated
+            started = timestamp(_str(inner.get("startedAt"))) or 0.0
+            latest_start = started if latest_start is None else max(latest_start, started)
+            if terminated.__class__ is dict:
+                _note_termination(facts, terminated)
+            continue
+        all_started = False
+        inner = state.get("waiting")
+        if inner.__class__ is dict and inner.get("reason"):
+            reason = _str(inner.get("reason"))
+            if reason in ROUTINE_WAITING:
+                routine = routine or reason
+            else:
+                waiting = waiting or reason
+    if count_starts:
+        facts.latest_start = latest_start or None
+        facts.all_started_at = latest_start if all_started else None
+    chosen = waiting or routine
+    return f"{prefix}{chosen}" if chosen else ""
+
+
+def _note_termination(facts: StatusFacts, terminated: dict[str, Any]) -> None:
+    finished = timestamp(_str(terminated.get("finishedAt")))
+    if finished is not None and (facts.latest_finish is None or finished > facts.latest_finish):
+        facts.latest_finish = finished
+    code = terminated.get("exitCode")
+    if code not in (0, None) and not facts.terminated:
+        facts.terminated = _str(terminated.get("reason")) or f"exit code {code}"

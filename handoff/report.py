@@ -16,6 +16,7 @@ from handoff.trace import LineError, format_time, parse_time
 if TYPE_CHECKING:
     from handoff.timeline import PodState, Timeline
 
+
 _INDEX = {name: index for index, name in enumerate(v.MILESTONES)}
 MAX_ERRORS_LISTED = 100
 
@@ -81,7 +82,7 @@ def pod_view(
         "rejection": rejection,
         "podgc": {"earliest": _iso(window[0]), "latest": _iso(window[1])} if window else None,
         "events": [_event_view(record) for record in _sorted_events(pod)],
-        "changes": [{"at": _iso(t), "what": text} for t, text in pod.changes],
+        "changes": [{"at": _iso(t), "what": text} for t, text in describe_changes(pod)],
     }
 
 
@@ -233,3 +234,36 @@ def _summary_line(report: dict[str, Any]) -> str:
     parts = [f"{name} {count}" for name, count in counts.items() if count]
     head = f"{report['summary']['pods']} pods at {report['evaluated_at']}"
     return head + (": " + ", ".join(parts) if parts else "")
+
+
+def describe_changes(pod: PodState) -> list[tuple[float, str]]:
+    """The pod's watch updates in words: what each one changed."""
+    described = []
+    before: tuple[Any, ...] = ()
+    for observed, type_, after in pod.changes:
+        described.append((observed, _describe_change(before, after, type_)))
+        before = after
+    return described
+
+
+def _describe_change(before: tuple[Any, ...], after: tuple[Any, ...], type_: str) -> str:
+    if type_ == "DELETED":
+        return "deleted"
+    if not before:
+        return "first seen" + (f" on node {after[0]}" if after[0] else " without a node")
+    parts = []
+    labels = ("nodeName", "phase", "reason", "waiting", "deletionTimestamp", "DisruptionTarget")
+    for label, old, new in zip(labels, before[:6], after[:6], strict=True):
+        if old != new:
+            if label == "nodeName":
+                parts.append(f"nodeName set to {new}")
+            elif label == "deletionTimestamp":
+                parts.append("deletionTimestamp set")
+            elif label == "DisruptionTarget":
+                parts.append(f"DisruptionTarget: {new[0] if new else 'cleared'}")
+            else:
+                parts.append(f"{label}: {old or '-'} → {new or '-'}")
+    for index, name in enumerate(v.MILESTONES):
+        if after[6] >> index & 1 and not before[6] >> index & 1:
+            parts.append(name.replace("_", " "))
+    return ", ".join(parts) or "status updated"

@@ -16,6 +16,7 @@ shows the watcher saw it more than a second late.
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,8 +26,11 @@ from typing import Any
 from handoff import verdicts as v
 from handoff.kube import (
     KUBELET,
+    KUBELET_CONDITIONS,
     EventFacts,
+    StatusFacts,
     read_event,
+    read_status,
     rv_number,
     seen_at,
     timestamp,
@@ -39,10 +43,6 @@ M = {name: index for index, name in enumerate(v.MILESTONES)}
 CREATED, BOUND, ACK, ADMITTED, REJECTED, SANDBOX, INITIALIZED = range(7)
 STARTED, RUNNING, READY, FINISHED, DELETED = range(7, 12)
 
-KUBELET_CONDITIONS = frozenset(
-    {"PodReadyToStartContainers", "PodHasNetwork", "Initialized", "Ready", "ContainersReady"}
-)
-SANDBOX_CONDITIONS = frozenset({"PodReadyToStartContainers", "PodHasNetwork"})
 # DisruptionTarget reasons (pkg/apis/core/types.go) that mean "evicted".
 EVICTION_DISRUPTIONS = frozenset(
     {
@@ -109,8 +109,10 @@ class PodState:
     event_waiting: str = ""
     started_event: float | None = None
     events: dict[str, EventRecord] = field(default_factory=dict)
-    changes: list[tuple[float, str]] = field(default_factory=list)
+    # (observed, watch type, signature): described in words only when shown.
+    changes: list[tuple[float, str, tuple[Any, ...]]] = field(default_factory=list)
     signature: tuple[Any, ...] = ()
+    reached: int = 0  # bit per milestone set
     last_change: float = 0.0
 
     @property
@@ -124,6 +126,7 @@ class PodState:
         current = self.milestones[index]
         if current is None or when < current:
             self.milestones[index] = when
+            self.reached |= 1 << index
 
 
 @dataclass(slots=True)
@@ -165,7 +168,7 @@ class Timeline:
 
     def apply(self, event: WatchEvent) -> PodState | None:
         """Fold one watch event; returns the pod it changed, if any."""
-        observed = parse_time(event.observed)
+        observed = event.time()
         if self.last_observed is None or observed > self.last_observed:
             self.last_observed = observed
         self.events_applied += 1
@@ -242,6 +245,7 @@ class Timeline:
         kinds = {c.get("type") for c in conditions if isinstance(c, dict)}
         pod.first_scheduled_cond = "PodScheduled" in kinds
         pod.first_fresh = not status.get("startTime") and not (kinds & KUBELET_CONDITIONS)
+        pod.first_fresh = pod.first_fresh and not status.get("containerStatuses")
         pod.mark(CREATED, seen_at(observed, timestamp(meta.get("creationTimestamp"))))
         annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
         owners = meta.get("ownerReferences")
@@ -262,98 +266,59 @@ class Timeline:
         spec: dict[str, Any],
         status: dict[str, Any],
     ) -> None:
-        node = str(spec.get("nodeName") or "")
-        conditions = _conditions(status)
+        facts = read_status(status)
+        node = spec.get("nodeName") or ""
+        if node.__class__ is not str:
+            node = str(node)
         if not node:
             pod.saw_unbound = True
         elif not pod.node:
-            pod.mark(BOUND, self._bind_time(pod, observed, meta, status, conditions))
+            pod.mark(BOUND, self._bind_time(pod, observed, facts))
         pod.node = node or pod.node
-        pod.phase = str(status.get("phase") or pod.phase)
-        pod.status_reason = str(status.get("reason") or "")
-        pod.status_message = str(status.get("message") or "")
+        pod.phase = facts.phase or pod.phase
+        pod.status_reason = facts.reason
+        pod.status_message = facts.message
         if meta.get("deletionTimestamp") and pod.deletion_requested is None:
             pod.deletion_requested = observed
-        self._read_conditions(pod, observed, conditions)
-        self._read_kubelet_status(pod, observed, status, conditions)
-        self._read_containers(pod, observed, status)
+        if facts.unschedulable:
+            pod.unschedulable = facts.unschedulable
+            pod.unschedulable_message = facts.unschedulable_message
+        if facts.disruption is not None:
+            pod.disruption = facts.disruption
+        pod.waiting = facts.waiting
+        pod.terminated = facts.terminated or pod.terminated
+        if facts.kubelet_wrote:
+            self._read_kubelet_status(pod, observed, facts)
 
-    def _bind_time(
-        self,
-        pod: PodState,
-        observed: float,
-        meta: dict[str, Any],
-        status: dict[str, Any],
-        conditions: dict[str, dict[str, Any]],
-    ) -> float:
-        scheduled = conditions.get("PodScheduled")
-        if scheduled is not None and scheduled.get("status") == "True":
-            return seen_at(observed, timestamp(scheduled.get("lastTransitionTime")))
+    @staticmethod
+    def _bind_time(pod: PodState, observed: float, facts: StatusFacts) -> float:
+        if facts.scheduled == "True":
+            return seen_at(observed, facts.scheduled_at)
         if pod.first_fresh and pod.first_node:
             return pod.milestones[CREATED] or observed
-        return seen_at(observed, timestamp(status.get("startTime")))
+        return seen_at(observed, facts.start)
 
-    def _read_conditions(
-        self, pod: PodState, observed: float, conditions: dict[str, dict[str, Any]]
-    ) -> None:
-        scheduled = conditions.get("PodScheduled")
-        if scheduled is not None and scheduled.get("status") == "False":
-            pod.unschedulable = str(scheduled.get("reason") or "Unschedulable")
-            pod.unschedulable_message = str(scheduled.get("message") or "")
-        disruption = conditions.get("DisruptionTarget")
-        if disruption is not None and disruption.get("status") == "True":
-            pod.disruption = (str(disruption.get("reason", "")), str(disruption.get("message", "")))
-        for ctype, index in (("Initialized", INITIALIZED), ("Ready", READY)):
-            cond = conditions.get(ctype)
-            if cond is not None and cond.get("status") == "True":
-                pod.mark(index, seen_at(observed, timestamp(cond.get("lastTransitionTime"))))
-        for ctype in SANDBOX_CONDITIONS:
-            cond = conditions.get(ctype)
-            if cond is not None and cond.get("status") == "True":
-                pod.mark(SANDBOX, seen_at(observed, timestamp(cond.get("lastTransitionTime"))))
-
-    def _read_kubelet_status(
-        self,
-        pod: PodState,
-        observed: float,
-        status: dict[str, Any],
-        conditions: dict[str, dict[str, Any]],
-    ) -> None:
-        start = timestamp(status.get("startTime"))
-        kubelet_wrote = (
-            start is not None
-            or bool(status.get("hostIP"))
-            or bool(conditions.keys() & KUBELET_CONDITIONS)
-            or bool(status.get("containerStatuses"))
-        )
-        if not kubelet_wrote:
-            return
-        when = seen_at(observed, start)
+    @staticmethod
+    def _read_kubelet_status(pod: PodState, observed: float, facts: StatusFacts) -> None:
+        when = seen_at(observed, facts.start)
         pod.mark(ACK, when)
         if pod.phase == "Failed" and _is_rejection(pod.status_reason, pod.status_message):
             pod.rejection = (pod.status_reason, _strip_rejection(pod.status_message))
             pod.mark(REJECTED, when)
         else:
             pod.mark(ADMITTED, when)
+        if facts.sandbox_at is not None:
+            pod.mark(SANDBOX, seen_at(observed, facts.sandbox_at))
+        if facts.initialized_at is not None:
+            pod.mark(INITIALIZED, seen_at(observed, facts.initialized_at))
+        if facts.ready_at is not None:
+            pod.mark(READY, seen_at(observed, facts.ready_at))
+        if facts.all_started_at is not None:
+            pod.mark(STARTED, seen_at(observed, facts.all_started_at))
         if pod.phase == "Running":
-            pod.mark(RUNNING, seen_at(observed, _latest_start(status)))
+            pod.mark(RUNNING, seen_at(observed, facts.latest_start))
         elif pod.phase in ("Succeeded", "Failed"):
-            pod.mark(FINISHED, seen_at(observed, _latest_finish(status)))
-
-    def _read_containers(self, pod: PodState, observed: float, status: dict[str, Any]) -> None:
-        statuses = status.get("containerStatuses")
-        waiting = ""
-        terminated = ""
-        if isinstance(status.get("initContainerStatuses"), list):
-            waiting = _waiting_reason(status["initContainerStatuses"], "Init:")
-        if isinstance(statuses, list) and statuses:
-            waiting = waiting or _waiting_reason(statuses, "")
-            terminated = _terminated_reason(statuses)
-            starts = [_started_at(cs) for cs in statuses if isinstance(cs, dict)]
-            if starts and all(s is not None for s in starts):
-                pod.mark(STARTED, seen_at(observed, max(s for s in starts if s is not None)))
-        pod.waiting = waiting
-        pod.terminated = terminated or pod.terminated
+            pod.mark(FINISHED, seen_at(observed, facts.latest_finish or facts.start))
 
     def _note_changes(self, pod: PodState, observed: float, type_: str) -> None:
         signature = (
@@ -363,15 +328,14 @@ class Timeline:
             pod.waiting,
             pod.deletion_requested is not None,
             pod.disruption,
-            tuple(m is not None for m in pod.milestones),
+            pod.reached,
         )
         if signature == pod.signature and type_ != "DELETED":
             return
-        text = _describe_change(pod.signature, signature, type_)
         pod.signature = signature
         pod.last_change = observed
         if len(pod.changes) < MAX_CHANGES:
-            pod.changes.append((observed, text))
+            pod.changes.append((observed, type_, signature))
 
     # --------------------------------------------------------------- events
 
@@ -497,7 +461,7 @@ class Timeline:
         node.unschedulable = bool(spec.get("unschedulable"))
         taints = spec.get("taints") if isinstance(spec.get("taints"), list) else []
         node.taints = [_taint(t) for t in taints if isinstance(t, dict)]
-        ready = _conditions(status).get("Ready")
+        ready = _condition(status, "Ready")
         down_taint = next((t for t in node.taints if t["key"] in NODE_DOWN_TAINTS), None)
         if ready is not None:
             node.ready = str(ready.get("status", ""))
@@ -642,11 +606,11 @@ class Timeline:
         return "unknown"
 
 
-def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    raw = status.get("conditions")
-    if not isinstance(raw, list):
-        return {}
-    return {str(c.get("type")): c for c in raw if isinstance(c, dict)}
+def _condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return None
+    return next((c for c in conditions if isinstance(c, dict) and c.get("type") == kind), None)
 
 
 def _is_rejection(reason: str, message: str) -> bool:
@@ -655,65 +619,6 @@ def _is_rejection(reason: str, message: str) -> bool:
 
 def _strip_rejection(message: str) -> str:
     return message[len(v.REJECTION_PREFIX) :] if message.startswith(v.REJECTION_PREFIX) else message
-
-
-def _state(container: Any) -> dict[str, Any]:
-    state = container.get("state") if isinstance(container, dict) else None
-    return state if isinstance(state, dict) else {}
-
-
-def _started_at(container: dict[str, Any]) -> float | None:
-    state = _state(container)
-    for key in ("running", "terminated"):
-        inner = state.get(key)
-        if isinstance(inner, dict):
-            return timestamp(inner.get("startedAt")) or 0.0
-    return None
-
-
-def _latest_start(status: dict[str, Any]) -> float | None:
-    statuses = status.get("containerStatuses")
-    if not isinstance(statuses, list):
-        return None
-    starts = [_started_at(cs) for cs in statuses if isinstance(cs, dict)]
-    known = [s for s in starts if s]
-    return max(known) if known else None
-
-
-def _latest_finish(status: dict[str, Any]) -> float | None:
-    statuses = status.get("containerStatuses")
-    if not isinstance(statuses, list):
-        return timestamp(status.get("startTime"))
-    ends = []
-    for cs in statuses:
-        state = _state(cs)
-        terminated = state.get("terminated")
-        if isinstance(terminated, dict):
-            ends.append(timestamp(terminated.get("finishedAt")))
-    known = [e for e in ends if e]
-    return max(known) if known else None
-
-
-def _waiting_reason(statuses: list[Any], prefix: str) -> str:
-    reasons = []
-    for cs in statuses:
-        state = _state(cs)
-        waiting = state.get("waiting")
-        if isinstance(waiting, dict) and waiting.get("reason"):
-            reasons.append(str(waiting["reason"]))
-    # A specific reason (ImagePullBackOff) says more than a routine one.
-    specific = [r for r in reasons if r not in ("ContainerCreating", "PodInitializing")]
-    chosen = specific[0] if specific else (reasons[0] if reasons else "")
-    return f"{prefix}{chosen}" if chosen else ""
-
-
-def _terminated_reason(statuses: list[Any]) -> str:
-    for cs in statuses:
-        state = _state(cs)
-        terminated = state.get("terminated")
-        if isinstance(terminated, dict) and terminated.get("exitCode") not in (0, None):
-            return str(terminated.get("reason") or f"exit code {terminated.get('exitCode')}")
-    return ""
 
 
 def _assigned_node(message: str) -> str:
@@ -775,38 +680,25 @@ def _merge_events(pod: PodState, placeholder: PodState) -> None:
     pod.node = pod.node or placeholder.node
 
 
-def _describe_change(before: tuple[Any, ...], after: tuple[Any, ...], type_: str) -> str:
-    if type_ == "DELETED":
-        return "deleted"
-    if not before:
-        return "first seen" + (f" on node {after[0]}" if after[0] else " without a node")
-    parts = []
-    labels = ("nodeName", "phase", "reason", "waiting", "deletionTimestamp", "DisruptionTarget")
-    for label, old, new in zip(labels, before[:6], after[:6], strict=True):
-        if old != new:
-            if label == "nodeName":
-                parts.append(f"nodeName set to {new}")
-            elif label == "deletionTimestamp":
-                parts.append("deletionTimestamp set")
-            elif label == "DisruptionTarget":
-                parts.append(f"DisruptionTarget: {new[0] if new else 'cleared'}")
-            else:
-                parts.append(f"{label}: {old or '-'} → {new or '-'}")
-    for name, old, new in zip(v.MILESTONES, before[6], after[6], strict=True):
-        if new and not old:
-            parts.append(f"{name.replace('_', ' ')}")
-    return ", ".join(parts) or "status updated"
-
-
 def fold(
     events: Iterable[WatchEvent], cluster: str | None = None, until: float | None = None
 ) -> Timeline:
-    """Fold watch events; with ``until``, only those observed up to that time."""
+    """Fold watch events; with ``until``, only those observed up to that time.
+
+    The cyclic garbage collector is paused meanwhile: nothing here makes cycles,
+    and its full passes over a growing state would cost more than the fold.
+    """
     timeline = Timeline(cluster)
-    for event in events:
-        if until is not None and parse_time(event.observed) > until:
-            continue
-        timeline.apply(event)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for event in events:
+            if until is not None and event.time() > until:
+                continue
+            timeline.apply(event)
+    finally:
+        if was_enabled:
+            gc.enable()
     return timeline
 
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
+import time
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,6 +42,10 @@ class WatchEvent:
     object: dict[str, Any]
     cluster: str | None = None
     line: int = 0
+    at: float | None = None  # ``observed`` as epoch seconds, when the reader parsed it
+
+    def time(self) -> float:
+        return self.at if self.at is not None else parse_time(self.observed)
 
 
 @dataclass(slots=True)
@@ -64,9 +71,18 @@ class TraceError(Exception):
 
 def format_time(moment: datetime | float) -> str:
     """RFC 3339 UTC with microseconds, the form every ``observed`` field uses."""
-    if isinstance(moment, int | float):
-        moment = datetime.fromtimestamp(moment, UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if isinstance(moment, datetime):
+        moment = moment.timestamp()
+    seconds = math.floor(moment)
+    micros = round((moment - seconds) * 1_000_000)
+    if micros == 1_000_000:
+        seconds, micros = seconds + 1, 0
+    return f"{_utc_second(seconds)}.{micros:06d}Z"
+
+
+@lru_cache(maxsize=65536)
+def _utc_second(seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
 def parse_time(text: str) -> float:
@@ -159,28 +175,30 @@ class TraceReader:
         observed = record.get("observed")
         obj = record.get("object")
         problem = _event_problem(kind_of_event, observed, obj)
-        if problem:
+        if isinstance(problem, str):
             self.errors.append(LineError(number, problem))
             return None
         kind = obj.get("kind") or "<no kind>"
         if kind_of_event != "BOOKMARK" and self.kinds is not None and kind not in self.kinds:
             self.skipped[kind] += 1
             return None
-        return WatchEvent(observed, kind_of_event, obj, _opt_str(record.get("cluster")), number)
+        cluster = _opt_str(record.get("cluster"))
+        return WatchEvent(observed, kind_of_event, obj, cluster, number, problem)
 
 
-def _event_problem(kind_of_event: Any, observed: Any, obj: Any) -> str | None:
+def _event_problem(kind_of_event: Any, observed: Any, obj: Any) -> str | float:
+    """What is wrong with a record, or (when nothing is) its observed time."""
     if kind_of_event not in WATCH_TYPES:
         return f"unknown watch event type {kind_of_event!r}"
     if not isinstance(observed, str):
         return "missing or non-string 'observed'"
     try:
-        parse_time(observed)
+        at = parse_time(observed)
     except ValueError:
         return f"'observed' is not an RFC 3339 time: {observed[:40]!r}"
     if not isinstance(obj, dict):
         return "missing or non-object 'object'"
-    return None
+    return at
 
 
 def _opt_str(value: Any) -> str | None:
