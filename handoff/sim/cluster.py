@@ -1,0 +1,205 @@
+"""A whole simulated cluster: API server, control-plane controllers and one kubelet per node,
+with the operations scenarios script (create/delete pods, taints, faults)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from handoff.sim.apiserver import ApiError, APIServer
+from handoff.sim.clock import Loop
+from handoff.sim.controllers import Deployments, Jobs, ReplicaSets
+from handoff.sim.kubelet import Kubelet, KubeletTimings
+from handoff.sim.nodelifecycle import NodeLifecycle, TaintEviction
+from handoff.sim.objects import Obj, edit, new_uid, stamp
+from handoff.sim.objects import node as make_node
+from handoff.sim.podgc import PodGC
+from handoff.sim.scheduler import Scheduler, SchedulerTimings
+
+
+@dataclass
+class ClusterConfig:
+    """Every knob of the simulated control plane; defaults follow HANDOFF_FACTS."""
+
+    name: str = "sim"
+    seed: int = 0
+    node_monitor_grace: float = 40.0
+    podgc_condition: bool = True
+    podgc_period: float = 20.0
+    podgc_quarantine: float = 40.0
+    terminated_pod_threshold: int = 12500
+    taint_eviction_component: str = "taint-eviction-controller"
+    history: int = 20000
+    scheduler: SchedulerTimings = field(default_factory=SchedulerTimings)
+    kubelet: KubeletTimings = field(default_factory=KubeletTimings)
+
+
+class Cluster:
+    def __init__(self, config: ClusterConfig | None = None) -> None:
+        self.config = config or ClusterConfig()
+        c = self.config
+        self.loop = Loop(c.seed)
+        self.api = APIServer(self.loop, history=c.history)
+        self.scheduler = Scheduler(self.api, c.scheduler)
+        self.podgc = PodGC(
+            self.api,
+            c.podgc_period,
+            c.podgc_quarantine,
+            c.podgc_condition,
+            c.terminated_pod_threshold,
+        )
+        self.node_lifecycle = NodeLifecycle(self.api, grace=c.node_monitor_grace)
+        self.taint_eviction = TaintEviction(self.api, c.taint_eviction_component)
+        self.replicasets = ReplicaSets(self.api)
+        self.deployments = Deployments(self.api, self.replicasets)
+        self.jobs = Jobs(self.api)
+        self.kubelets: dict[str, Kubelet] = {}
+        self.daemon_uid: dict[str, str] = {}
+
+    # --- time ------------------------------------------------------------------------------
+
+    @property
+    def now(self) -> float:
+        return self.loop.now
+
+    def at(self, seconds: float, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn`` at ``seconds`` after the start of the simulation."""
+        self.loop.call_at(self.loop.start + seconds, fn, *args)
+
+    # --- nodes -----------------------------------------------------------------------------
+
+    def add_node(
+        self,
+        name: str,
+        *,
+        cpu: str = "4",
+        memory: str = "8Gi",
+        pods: int = 110,
+        labels: dict[str, str] | None = None,
+        taints: list[Obj] | None = None,
+        static_pods: list[Obj] | None = None,
+        images: tuple[str, ...] = (),
+    ) -> Kubelet:
+        index = len(self.kubelets) + 1
+        obj = make_node(
+            name, cpu=cpu, memory=memory, pods=pods, labels=labels, taints=taints, index=index
+        )
+        kubelet = Kubelet(self.api, obj, self.config.kubelet, static_pods, images)
+        self.kubelets[name] = kubelet
+        kubelet.register()
+        return kubelet
+
+    def delete_node(self, name: str) -> None:
+        """kubectl delete node (or the cloud node controller): the Node object goes away."""
+        with contextlib.suppress(ApiError):
+            self.api.delete("nodes", "", name)
+
+    def taint(self, node_name: str, key: str, value: str | None, effect: str) -> None:
+        node = self.api.get("nodes", "", node_name)
+        new = edit(node, "spec")
+        taint: Obj = {"key": key}
+        if value is not None:
+            taint["value"] = value
+        taint["effect"] = effect
+        if effect == "NoExecute":
+            taint["timeAdded"] = stamp(self.now)
+        new["spec"]["taints"] = [*(node["spec"].get("taints") or ()), taint]
+        self.api.update("nodes", new)
+
+    def untaint(self, node_name: str, key: str) -> None:
+        node = self.api.get("nodes", "", node_name)
+        new = edit(node, "spec")
+        new["spec"]["taints"] = [t for t in node["spec"].get("taints") or () if t["key"] != key]
+        if not new["spec"]["taints"]:
+            del new["spec"]["taints"]
+        self.api.update("nodes", new)
+
+    def cordon(self, node_name: str, on: bool = True) -> None:
+        node = self.api.get("nodes", "", node_name)
+        new = edit(node, "spec")
+        if on:
+            new["spec"]["unschedulable"] = True
+        else:
+            new["spec"].pop("unschedulable", None)
+        self.api.update("nodes", new)
+
+    def fault(self, node_name: str, mode: str) -> None:
+        """hang (heartbeats go on, pods wait), stop (kubelet down), die (the machine is gone),
+        die-on-pickup (dies the moment it sees its next pod), resume."""
+        kubelet = self.kubelets[node_name]
+        if mode == "hang":
+            kubelet.hang()
+        elif mode == "stop":
+            kubelet.stop()
+        elif mode == "die":
+            kubelet.die()
+        elif mode == "die-on-pickup":
+            kubelet.die_on_pickup = True
+        elif mode == "resume":
+            kubelet.resume()
+        else:
+            raise ValueError(f"unknown fault {mode!r}")
+
+    # --- pods ------------------------------------------------------------------------------
+
+    def create_pod(self, pod: Obj) -> Obj | None:
+        try:
+            return self.api.create("pods", pod)
+        except ApiError:
+            return None
+
+    def delete_pod(self, namespace: str, name: str, grace: int | None = None) -> None:
+        with contextlib.suppress(ApiError):
+            self.api.delete("pods", namespace, name, grace)
+
+    def daemon_pod(
+        self,
+        daemonset: str,
+        node_name: str,
+        template_spec: Obj,
+        namespace: str = "kube-system",
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        """A DaemonSet pod as the daemonset controller creates it: scheduled by the scheduler
+        through a required node affinity on metadata.name, tolerating everything."""
+        uid = self.daemon_uid.get(daemonset)
+        if uid is None:
+            uid = self.daemon_uid[daemonset] = new_uid(self.loop.rng)
+        spec = dict(template_spec)
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [node_name]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+        spec["tolerations"] = [{"operator": "Exists"}]
+        pod = {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "metadata": {
+                "generateName": f"{daemonset}-",
+                "namespace": namespace,
+                "labels": dict(labels or {"app": daemonset}),
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "DaemonSet",
+                        "name": daemonset,
+                        "uid": uid,
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": spec,
+        }
+        self.create_pod(pod)

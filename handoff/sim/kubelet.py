@@ -1,0 +1,926 @@
+"""The kubelet of one node: pod watch, admission, pod workers, status manager, heartbeats,
+static pods and their mirror pods.
+
+A kubelet counts only the pods it has admitted (pkg/kubelet/lifecycle/predicate.go); the
+scheduler counts what it has bound or assumed. The two views can disagree, which is how a
+pod the scheduler placed gets rejected with OutOfcpu ("node state changed since the
+scheduler's decision").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from handoff.sim.apiserver import ApiError, APIServer, owner_ref
+from handoff.sim.events import CoreRecorder
+from handoff.sim.objects import (
+    Obj,
+    cpu_millis,
+    edit,
+    go_duration,
+    matches_node,
+    mem_bytes,
+    node_ip,
+    pod_requests,
+    stamp,
+    untolerated,
+)
+
+KUBELET_CONDITIONS = (
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+    "PodScheduled",
+)
+BAD_IMAGE_MARKERS = ("doesnotexist", "does-not-exist", "nonexistent", ":typo")
+
+
+@dataclass
+class KubeletTimings:
+    watch: tuple[float, float] = (0.002, 0.020)
+    admit: tuple[float, float] = (0.005, 0.040)
+    status: tuple[float, float] = (0.020, 0.200)
+    sandbox: tuple[float, float] = (0.3, 1.5)
+    pull: tuple[float, float] = (0.8, 4.0)
+    create: tuple[float, float] = (0.05, 0.3)
+    start: tuple[float, float] = (0.02, 0.2)
+    ready: tuple[float, float] = (0.0, 2.0)
+    init_run: tuple[float, float] = (0.5, 3.0)
+    kill: tuple[float, float] = (0.3, 2.5)
+    image_size: tuple[int, int] = (5_000_000, 250_000_000)
+    node_status_frequency: float = 10.0
+    node_status_report: float = 300.0
+    lease_renew: float = 10.0
+    mirror_recreate: tuple[float, float] = (0.5, 4.0)
+    file_check: float = 20.0
+    backoff_initial: float = 10.0
+    backoff_max: float = 300.0
+
+
+@dataclass
+class Behaviour:
+    """How a workload's containers behave, read from pod annotations the scenarios set.
+
+    ``sim.handoff/run-seconds``: containers exit after this long (exit code 0 unless
+    ``sim.handoff/exit-code``); ``sim.handoff/crash``: exit 1 every time (crash loop).
+    """
+
+    run_for: float | None = None
+    exit_code: int = 0
+
+    @staticmethod
+    def of(pod: Obj) -> Behaviour:
+        ann = pod["metadata"].get("annotations") or {}
+        if ann.get("sim.handoff/crash"):
+            return Behaviour(float(ann["sim.handoff/crash"]), 1)
+        run = ann.get("sim.handoff/run-seconds")
+        if run is None:
+            return Behaviour()
+        return Behaviour(float(run), int(ann.get("sim.handoff/exit-code", "0")))
+
+
+@dataclass
+class PodState:
+    pod: Obj
+    uid: str
+    cpu: int = 0
+    mem: int = 0
+    static: bool = False
+    phase: str = "Pending"
+    start_time: float = 0.0
+    sandbox: bool = False
+    pod_ip: str = ""
+    init: list[Obj] = field(default_factory=list)
+    app: list[Obj] = field(default_factory=list)
+    ready: bool = False
+    terminating: bool = False
+    done: bool = False
+    status_pending: bool = False
+    conditions: dict[str, Obj] = field(default_factory=dict)
+    behaviour: Behaviour = field(default_factory=Behaviour)
+    pull_backoff: float = 0.0
+    crash_backoff: float = 0.0
+    generation: int = 0
+    released: bool = False
+    seen: float = 0.0
+
+
+def _container_state(name: str, image: str) -> Obj:
+    return {
+        "name": name,
+        "state": {"waiting": {"reason": "ContainerCreating"}},
+        "lastState": {},
+        "ready": False,
+        "restartCount": 0,
+        "image": image,
+        "imageID": "",
+        "started": False,
+    }
+
+
+class Kubelet:
+    """One node's kubelet. ``state`` is running, hung (heartbeats only), stopped or dead."""
+
+    def __init__(
+        self,
+        api: APIServer,
+        node: Obj,
+        timings: KubeletTimings | None = None,
+        static_pods: list[Obj] | None = None,
+        preloaded_images: tuple[str, ...] = (),
+    ) -> None:
+        self.api = api
+        self.loop = api.loop
+        self.t = timings or KubeletTimings()
+        self.name = node["metadata"]["name"]
+        self.node_template = node
+        self.ip = node_ip(node)
+        self.state = "running"
+        self.recorder = CoreRecorder(api, "kubelet", self.name)
+        self.pods: dict[str, PodState] = {}
+        self.used_cpu = self.used_mem = self.used_pods = 0
+        self.images: set[str] = set(preloaded_images)
+        self.frozen: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
+        self.static: dict[str, Obj] = {}
+        self.static_states: dict[str, PodState] = {}
+        self.mirrors: dict[str, str] = {}  # mirror name -> static uid
+        self.last_report = 0.0
+        self.last_status: Any = None
+        self.die_on_pickup = False
+        self.ip_seq = 1
+        self.sub = api.subscribe("pods", self._deliver, node_name=self.name)
+        for manifest in static_pods or ():
+            self.static[manifest["metadata"]["name"]] = manifest
+
+    # --- lifecycle of the kubelet itself ---------------------------------------------------
+
+    def register(self) -> None:
+        """Create the Node (as kubelet registration does), start heartbeats and static pods."""
+        now = self.loop.now
+        node = edit(self.node_template, "status")
+        node["status"]["conditions"] = self._node_conditions(now, None)
+        self.api.create("nodes", node)
+        self.last_report = now
+        self.api.leases[self.name] = now
+        self.loop.every(
+            self.t.node_status_frequency,
+            self._node_status_tick,
+            first=self.loop.uniform((0.5, self.t.node_status_frequency)),
+        )
+        self.loop.every(self.t.lease_renew, self._renew_lease)
+        for name in list(self.static):
+            self._start_static(name)
+
+    def _alive(self) -> bool:
+        return self.state in ("running", "hung")
+
+    def _renew_lease(self) -> bool:
+        if self.state == "dead":
+            return False
+        if self._alive():
+            self.api.leases[self.name] = self.loop.now
+        return True
+
+    def _node_conditions(self, now: float, old: list[Obj] | None) -> list[Obj]:
+        spec = [
+            (
+                "MemoryPressure",
+                "False",
+                "KubeletHasSufficientMemory",
+                "kubelet has sufficient memory available",
+            ),
+            ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+            (
+                "PIDPressure",
+                "False",
+                "KubeletHasSufficientPID",
+                "kubelet has sufficient PID available",
+            ),
+            ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+        ]
+        previous = {c["type"]: c for c in old or ()}
+        out = []
+        for type_, status, reason, message in spec:
+            prev = previous.get(type_)
+            transition = stamp(now)
+            if prev is not None and prev["status"] == status:
+                transition = prev["lastTransitionTime"]
+            out.append(
+                {
+                    "type": type_,
+                    "status": status,
+                    "lastHeartbeatTime": stamp(now),
+                    "lastTransitionTime": transition,
+                    "reason": reason,
+                    "message": message,
+                }
+            )
+        return out
+
+    def _node_status_tick(self) -> bool:
+        """Every 10 s: post status if it changed, or every 5 minutes regardless."""
+        if self.state == "dead":
+            return False
+        if not self._alive():
+            return True
+        node = self.api.find("nodes", "", self.name)
+        if node is None:
+            return True
+        now = self.loop.now
+        old = node["status"].get("conditions") or []
+        changed = any(c["status"] != ("True" if c["type"] == "Ready" else "False") for c in old)
+        if changed or now - self.last_report >= self.t.node_status_report:
+            new = edit(node, "status")
+            new["status"]["conditions"] = self._node_conditions(now, old)
+            self.api.update("nodes", new)
+            self.last_report = now
+        return True
+
+    def hang(self) -> None:
+        self.state = "hung"
+
+    def stop(self) -> None:
+        self.state = "stopped"
+
+    def die(self) -> None:
+        self.state = "dead"
+        self.api.unsubscribe(self.sub)
+
+    def resume(self) -> None:
+        """Back from hung or stopped: replay what waited and relist this node's pods."""
+        if self.state == "dead":
+            return
+        self.state = "running"
+        frozen, self.frozen = self.frozen, []
+        for fn, args in frozen:
+            fn(*args)
+        for pod in self.api.pods_on(self.name):
+            if pod["metadata"]["uid"] not in self.pods:
+                self._on_pod("ADDED", pod)
+        self._node_status_tick()
+
+    def _step(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run a pod-worker step unless the kubelet is hung (deferred) or down (dropped)."""
+        if self.state == "running":
+            fn(*args)
+        elif self.state == "hung":
+            self.frozen.append((fn, args))
+
+    def _later(
+        self, delay: tuple[float, float] | float, fn: Callable[..., Any], *args: Any
+    ) -> None:
+        d = delay if isinstance(delay, float | int) else self.loop.uniform(delay)
+        self.loop.call_later(d, self._step, fn, *args)
+
+    # --- pod watch -------------------------------------------------------------------------
+
+    def _deliver(self, type_: str, pod: Obj) -> None:
+        self.loop.call_later(self.loop.uniform(self.t.watch), self._step, self._on_pod, type_, pod)
+
+    def _on_pod(self, type_: str, pod: Obj) -> None:
+        meta = pod["metadata"]
+        uid = meta["uid"]
+        ann = meta.get("annotations") or {}
+        if "kubernetes.io/config.mirror" in ann:
+            self._on_mirror(type_, pod)
+            return
+        ps = self.pods.get(uid)
+        if type_ == "DELETED":
+            if ps is not None:
+                self._forget(ps)
+            return
+        if ps is None:
+            if self.die_on_pickup:
+                self.die()
+                return
+            if pod["status"].get("phase") in ("Succeeded", "Failed"):
+                return
+            if meta.get("deletionTimestamp"):
+                self._delete_now(pod)
+                return
+            ps = PodState(pod, uid)
+            self.pods[uid] = ps
+            self._later(self.t.admit, self._admit, ps)
+            return
+        ps.pod = pod
+        if meta.get("deletionTimestamp") and not ps.terminating:
+            self._terminate(ps)
+
+    def _delete_now(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        with contextlib.suppress(ApiError):
+            self.api.delete("pods", meta["namespace"], meta["name"], grace=0)
+
+    # --- admission -------------------------------------------------------------------------
+
+    def _admit(self, ps: PodState) -> None:
+        pod = self.api.find("pods", ps.pod["metadata"]["namespace"], ps.pod["metadata"]["name"])
+        if pod is None or pod["metadata"]["uid"] != ps.uid:
+            self.pods.pop(ps.uid, None)
+            return
+        ps.pod = pod
+        if pod["metadata"].get("deletionTimestamp"):
+            self.pods.pop(ps.uid, None)
+            self._delete_now(pod)
+            return
+        rejection = self.admission_failure(pod)
+        if rejection is not None:
+            self._reject(ps, *rejection)
+            return
+        ps.cpu, ps.mem = pod_requests(pod)
+        self.used_cpu += ps.cpu
+        self.used_mem += ps.mem
+        self.used_pods += 1
+        self._run(ps)
+
+    def admission_failure(self, pod: Obj, static: bool = False) -> tuple[str, str] | None:
+        """(reason, message) of the first failing admission check, in kubelet order."""
+        node = self.api.find("nodes", "", self.name)
+        if node is None:
+            return "InvalidNodeInfo", "Kubelet cannot get node info."
+        alloc = node["status"].get("allocatable") or {}
+        cpu, mem = pod_requests(pod)
+        pods_cap = int(alloc.get("pods", "110"))
+        if self.used_pods + 1 > pods_cap:
+            return "OutOfpods", _insufficient("pods", 1, self.used_pods, pods_cap)
+        cap_cpu = cpu_millis(alloc.get("cpu", "0"))
+        if cpu and cpu > cap_cpu - self.used_cpu:
+            return "OutOfcpu", _insufficient("cpu", cpu, self.used_cpu, cap_cpu)
+        cap_mem = mem_bytes(alloc.get("memory", "0"))
+        if mem and mem > cap_mem - self.used_mem:
+            return "OutOfmemory", _insufficient("memory", mem, self.used_mem, cap_mem)
+        if not matches_node(pod["spec"], node):
+            return (
+                "NodeAffinity",
+                "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+            )
+        if not static:
+            taints = node["spec"].get("taints") or []
+            if untolerated(taints, pod["spec"].get("tolerations") or [], ("NoExecute",)):
+                return (
+                    "TaintToleration",
+                    "Predicate TaintToleration failed: node(s) had taints that the pod didn't "
+                    "tolerate",
+                )
+        return None
+
+    def _reject(self, ps: PodState, reason: str, message: str) -> None:
+        """kubelet.rejectPod: Failed with reason and prefixed message; event without prefix."""
+        ps.done = True
+        pod = ps.pod
+        self.recorder.event(pod, "Warning", reason, message)
+        new = edit(pod, "status")
+        new["status"] = {
+            "phase": "Failed",
+            "message": f"Pod was rejected: {message}",
+            "reason": reason,
+            "startTime": stamp(self.loop.now),
+            "qosClass": pod["status"].get("qosClass", "BestEffort"),
+        }
+        self._write(new)
+
+    # --- pod worker ------------------------------------------------------------------------
+
+    def _run(self, ps: PodState) -> None:
+        pod = ps.pod
+        spec = pod["spec"]
+        ps.start_time = self.loop.now
+        ps.behaviour = Behaviour.of(pod)
+        waiting = "PodInitializing" if spec.get("initContainers") else "ContainerCreating"
+        ps.init = [_container_state(c["name"], c["image"]) for c in spec.get("initContainers", ())]
+        for c in ps.init:
+            c["state"] = {"waiting": {"reason": "PodInitializing"}}
+        ps.app = [_container_state(c["name"], c["image"]) for c in spec["containers"]]
+        for c in ps.app:
+            c["state"] = {"waiting": {"reason": waiting}}
+        self._status_soon(ps)
+        self._later(self.t.sandbox, self._sandbox_ready, ps)
+
+    def _sandbox_ready(self, ps: PodState) -> None:
+        if ps.terminating or ps.done:
+            return
+        ps.sandbox = True
+        ps.pod_ip = self._next_ip()
+        self._status_soon(ps)
+        self._next_container(ps)
+
+    def _next_ip(self) -> str:
+        self.ip_seq += 1
+        cidr = self.node_template["spec"]["podCIDR"].split(".")
+        return f"{cidr[0]}.{cidr[1]}.{cidr[2]}.{self.ip_seq % 250 + 2}"
+
+    def _next_container(self, ps: PodState) -> None:
+        """Start the next init container, or every app container once init is done."""
+        spec = ps.pod["spec"]
+        for i, c in enumerate(ps.init):
+            if "terminated" not in c["state"]:
+                self._pull(ps, spec["initContainers"][i], c, "initContainers", i)
+                return
+        for i, c in enumerate(ps.app):
+            if "running" not in c["state"] and "terminated" not in c["state"]:
+                self._pull(ps, spec["containers"][i], c, "containers", i)
+
+    def _pull(self, ps: PodState, spec_c: Obj, c: Obj, group: str, i: int) -> None:
+        image = spec_c["image"]
+        path = f"spec.{group}{{{spec_c['name']}}}"
+        policy = spec_c.get("imagePullPolicy", "IfNotPresent")
+        if image in self.images and policy != "Always":
+            self.recorder.event(
+                ps.pod,
+                "Normal",
+                "Pulled",
+                f'Container image "{image}" already present on machine',
+                path,
+            )
+            self._later(self.t.create, self._create, ps, spec_c, c, group, i)
+            return
+        self.recorder.event(ps.pod, "Normal", "Pulling", f'Pulling image "{image}"', path)
+        took = self.loop.uniform(self.t.pull)
+        self._later(took, self._pulled, ps, spec_c, c, group, i, took)
+
+    def _pulled(self, ps: PodState, spec_c: Obj, c: Obj, group: str, i: int, took: float) -> None:
+        if ps.terminating or ps.done:
+            return
+        image = spec_c["image"]
+        path = f"spec.{group}{{{spec_c['name']}}}"
+        if any(marker in image for marker in BAD_IMAGE_MARKERS):
+            self._pull_failed(ps, spec_c, c, group, i)
+            return
+        self.images.add(image)
+        size = int(self.loop.uniform(self.t.image_size))
+        d = go_duration(took)
+        self.recorder.event(
+            ps.pod,
+            "Normal",
+            "Pulled",
+            f'Successfully pulled image "{image}" in {d} ({d} including waiting). '
+            f"Image size: {size} bytes.",
+            path,
+        )
+        self._later(self.t.create, self._create, ps, spec_c, c, group, i)
+
+    def _pull_failed(self, ps: PodState, spec_c: Obj, c: Obj, group: str, i: int) -> None:
+        image = spec_c["image"]
+        path = f"spec.{group}{{{spec_c['name']}}}"
+        ref = image if "/" in image else f"docker.io/library/{image}"
+        self.recorder.event(
+            ps.pod,
+            "Warning",
+            "Failed",
+            f'Failed to pull image "{image}": rpc error: code = NotFound desc = failed to pull '
+            f'and unpack image "{ref}": failed to resolve reference "{ref}": {ref}: not found',
+            path,
+        )
+        self.recorder.event(ps.pod, "Warning", "Failed", "Error: ErrImagePull", path)
+        c["state"] = {"waiting": {"reason": "ErrImagePull", "message": f"failed to pull {image}"}}
+        self._status_soon(ps)
+        ps.pull_backoff = min(max(ps.pull_backoff * 2, self.t.backoff_initial), self.t.backoff_max)
+        self._later(1.0, self._pull_backoff, ps, spec_c, c, group, i)
+
+    def _pull_backoff(self, ps: PodState, spec_c: Obj, c: Obj, group: str, i: int) -> None:
+        if ps.terminating or ps.done:
+            return
+        image = spec_c["image"]
+        path = f"spec.{group}{{{spec_c['name']}}}"
+        self.recorder.event(ps.pod, "Normal", "BackOff", f'Back-off pulling image "{image}"', path)
+        self.recorder.event(ps.pod, "Warning", "Failed", "Error: ImagePullBackOff", path)
+        c["state"] = {
+            "waiting": {
+                "reason": "ImagePullBackOff",
+                "message": f'Back-off pulling image "{image}"',
+            }
+        }
+        self._status_soon(ps)
+        self._later(ps.pull_backoff, self._pull, ps, spec_c, c, group, i)
+
+    def _create(self, ps: PodState, spec_c: Obj, c: Obj, group: str, i: int) -> None:
+        if ps.terminating or ps.done:
+            return
+        path = f"spec.{group}{{{spec_c['name']}}}"
+        self.recorder.event(
+            ps.pod, "Normal", "Created", f"Created container: {spec_c['name']}", path
+        )
+        self._later(self.t.start, self._started, ps, spec_c, c, group, i)
+
+    def _started(self, ps: PodState, spec_c: Obj, c: Obj, group: str, i: int) -> None:
+        if ps.terminating or ps.done:
+            return
+        path = f"spec.{group}{{{spec_c['name']}}}"
+        self.recorder.event(
+            ps.pod, "Normal", "Started", f"Started container {spec_c['name']}", path
+        )
+        now = self.loop.now
+        c["state"] = {"running": {"startedAt": stamp(now)}}
+        c["started"] = True
+        c["containerID"] = f"containerd://{ps.uid.replace('-', '')}{i:02d}{c['restartCount']:04d}"
+        c["imageID"] = (
+            f"{spec_c['image'].split(':')[0]}@sha256:{hashlib.sha256(spec_c['image'].encode()).hexdigest()}"
+        )
+        if group == "initContainers":
+            self._later(self.t.init_run, self._init_done, ps, c)
+            self._status_soon(ps)
+            return
+        if all("running" in x["state"] for x in ps.app):
+            ps.phase = "Running"
+            self._later(self.t.ready, self._ready, ps)
+        gen = ps.generation
+        if ps.behaviour.run_for is not None:
+            self._later(ps.behaviour.run_for, self._exited, ps, spec_c, c, i, gen)
+        self._status_soon(ps)
+
+    def _init_done(self, ps: PodState, c: Obj) -> None:
+        if ps.terminating or ps.done:
+            return
+        started = c["state"].get("running", {}).get("startedAt", stamp(self.loop.now))
+        c["state"] = {
+            "terminated": {
+                "exitCode": 0,
+                "reason": "Completed",
+                "startedAt": started,
+                "finishedAt": stamp(self.loop.now),
+                "containerID": c.get("containerID", ""),
+            }
+        }
+        c["started"] = False
+        c["ready"] = True
+        self._status_soon(ps)
+        self._next_container(ps)
+
+    def _ready(self, ps: PodState) -> None:
+        if ps.terminating or ps.done or ps.phase != "Running":
+            return
+        for c in ps.app:
+            if "running" in c["state"]:
+                c["ready"] = True
+        ps.ready = all(c["ready"] for c in ps.app)
+        self._status_soon(ps)
+
+    def _exited(self, ps: PodState, spec_c: Obj, c: Obj, i: int, gen: int) -> None:
+        if ps.terminating or ps.done or gen != ps.generation:
+            return
+        code = ps.behaviour.exit_code
+        now = self.loop.now
+        started = c["state"].get("running", {}).get("startedAt", stamp(now))
+        terminated = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": started,
+            "finishedAt": stamp(now),
+            "containerID": c.get("containerID", ""),
+        }
+        c["ready"] = False
+        c["started"] = False
+        ps.ready = False
+        policy = ps.pod["spec"].get("restartPolicy", "Always")
+        if policy == "Never" or (policy == "OnFailure" and code == 0):
+            c["state"] = {"terminated": terminated}
+            if all("terminated" in x["state"] for x in ps.app):
+                codes = [x["state"]["terminated"]["exitCode"] for x in ps.app]
+                ps.phase = "Succeeded" if all(x == 0 for x in codes) else "Failed"
+                ps.done = True
+                self._release(ps)
+            self._status_soon(ps)
+            return
+        c["lastState"] = {"terminated": terminated}
+        c["restartCount"] += 1
+        ps.crash_backoff = min(
+            max(ps.crash_backoff * 2, self.t.backoff_initial), self.t.backoff_max
+        )
+        name = spec_c["name"]
+        meta = ps.pod["metadata"]
+        message = (
+            f"back-off {go_duration(ps.crash_backoff)} restarting failed container={name} "
+            f"pod={meta['name']}_{meta['namespace']}({ps.uid})"
+        )
+        c["state"] = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
+        self.recorder.event(
+            ps.pod,
+            "Warning",
+            "BackOff",
+            f"Back-off restarting failed container {name} in pod "
+            f"{meta['name']}_{meta['namespace']}({ps.uid})",
+            f"spec.containers{{{name}}}",
+        )
+        self._status_soon(ps)
+        self._later(ps.crash_backoff, self._restart, ps, spec_c, c, i)
+
+    def _restart(self, ps: PodState, spec_c: Obj, c: Obj, i: int) -> None:
+        if ps.terminating or ps.done:
+            return
+        ps.generation += 1
+        self._pull(ps, spec_c, c, "containers", i)
+
+    # --- termination -----------------------------------------------------------------------
+
+    def _terminate(self, ps: PodState) -> None:
+        ps.terminating = True
+        if ps.done or not ps.sandbox:
+            self._finish(ps)
+            return
+        for i, c in enumerate(ps.app):
+            if "running" in c["state"]:
+                name = ps.pod["spec"]["containers"][i]["name"]
+                self.recorder.event(
+                    ps.pod,
+                    "Normal",
+                    "Killing",
+                    f"Stopping container {name}",
+                    f"spec.containers{{{name}}}",
+                )
+        grace = ps.pod["metadata"].get("deletionGracePeriodSeconds", 30)
+        self._later(min(self.loop.uniform(self.t.kill), float(grace)), self._killed, ps)
+
+    def _killed(self, ps: PodState) -> None:
+        now = self.loop.now
+        for c in ps.app:
+            running = c["state"].get("running")
+            if running is not None:
+                c["state"] = {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": running["startedAt"],
+                        "finishedAt": stamp(now),
+                        "containerID": c.get("containerID", ""),
+                    }
+                }
+            elif "terminated" not in c["state"]:
+                c["state"] = {
+                    "terminated": {
+                        "exitCode": 137,
+                        "reason": "ContainerStatusUnknown",
+                        "finishedAt": stamp(now),
+                    }
+                }
+            c["ready"] = False
+            c["started"] = False
+        ps.ready = False
+        codes = [c["state"]["terminated"].get("exitCode", 0) for c in ps.app]
+        ps.phase = "Succeeded" if all(x == 0 for x in codes) else "Failed"
+        self._write_status(ps)
+        self._finish(ps)
+
+    def _finish(self, ps: PodState) -> None:
+        """Containers are gone: release the pod's resources and delete it with grace 0."""
+        self._release(ps)
+        ps.done = True
+        pod = self.api.find("pods", ps.pod["metadata"]["namespace"], ps.pod["metadata"]["name"])
+        if pod is not None and pod["metadata"]["uid"] == ps.uid:
+            self._delete_now(pod)
+
+    def _release(self, ps: PodState) -> None:
+        """Give back what admission counted, once."""
+        if ps.released or not ps.start_time:
+            return
+        ps.released = True
+        self.used_cpu -= ps.cpu
+        self.used_mem -= ps.mem
+        self.used_pods -= 1
+
+    def _forget(self, ps: PodState) -> None:
+        if not ps.done and ps.start_time:
+            self._release(ps)
+        ps.done = True
+        ps.terminating = True
+        self.pods.pop(ps.uid, None)
+
+    # --- status manager --------------------------------------------------------------------
+
+    def _status_soon(self, ps: PodState) -> None:
+        """The status manager batches: one write soon, carrying the state at write time."""
+        if ps.status_pending:
+            return
+        ps.status_pending = True
+        self._later(self.t.status, self._write_status, ps)
+
+    def _write_status(self, ps: PodState) -> None:
+        ps.status_pending = False
+        if ps.static:
+            self._write_mirror_status(ps)
+            return
+        meta = ps.pod["metadata"]
+        pod = self.api.find("pods", meta["namespace"], meta["name"])
+        if pod is None or pod["metadata"]["uid"] != ps.uid:
+            return
+        new = edit(pod, "status")
+        new["status"] = self.build_status(ps, pod["status"])
+        if new["status"] != pod["status"]:
+            self._write(new)
+
+    def _write(self, new: Obj) -> None:
+        with contextlib.suppress(ApiError):
+            self.api.update("pods", new)
+
+    def build_status(self, ps: PodState, old: Obj) -> Obj:
+        """generateAPIPodStatus: conditions in kubelet order, container statuses."""
+        now = self.loop.now
+        app_names = [c["name"] for c in ps.app]
+        init_pending = [c["name"] for c in ps.init if "terminated" not in c["state"]]
+        unready = [c["name"] for c in ps.app if not c["ready"]]
+        done = ps.phase in ("Succeeded", "Failed")
+        values: dict[str, tuple[str, str | None, str | None]] = {
+            "PodReadyToStartContainers": (
+                "True" if ps.sandbox and not done else "False",
+                None,
+                None,
+            ),
+            "Initialized": (
+                (
+                    "False",
+                    "ContainersNotInitialized",
+                    f"containers with incomplete status: [{' '.join(init_pending)}]",
+                )
+                if init_pending
+                else ("True", None, None)
+            ),
+            "Ready": (
+                ("True", None, None)
+                if ps.ready
+                else ("False", "PodCompleted", None)
+                if done
+                else (
+                    "False",
+                    "ContainersNotReady",
+                    f"containers with unready status: [{' '.join(unready or app_names)}]",
+                )
+            ),
+            "PodScheduled": ("True", None, None),
+        }
+        values["ContainersReady"] = values["Ready"]
+        previous = {c["type"]: c for c in old.get("conditions") or ()}
+        conditions = []
+        for type_ in KUBELET_CONDITIONS:
+            value, reason, message = values[type_]
+            prev = previous.get(type_)
+            cond: Obj = {"type": type_, "status": value, "lastProbeTime": None}
+            if prev is not None and prev["status"] == value:
+                cond["lastTransitionTime"] = prev.get("lastTransitionTime")
+            else:
+                cond["lastTransitionTime"] = stamp(now)
+            if reason:
+                cond["reason"] = reason
+            if message:
+                cond["message"] = message
+            conditions.append(cond)
+        for type_, prev in previous.items():
+            if type_ not in KUBELET_CONDITIONS:
+                conditions.append(prev)
+        status: Obj = {
+            "phase": ps.phase,
+            "conditions": conditions,
+            "hostIP": self.ip,
+            "hostIPs": [{"ip": self.ip}],
+        }
+        if ps.pod_ip:
+            status["podIP"] = ps.pod_ip
+            status["podIPs"] = [{"ip": ps.pod_ip}]
+        status["startTime"] = stamp(ps.start_time)
+        if ps.init:
+            status["initContainerStatuses"] = [dict(c) for c in ps.init]
+        status["containerStatuses"] = [dict(c) for c in ps.app]
+        status["qosClass"] = old.get("qosClass", "BestEffort")
+        return status
+
+    # --- static pods -----------------------------------------------------------------------
+
+    def _static_uid(self, manifest: Obj) -> str:
+        digest = hashlib.md5(
+            orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS) + self.name.encode()
+        )
+        return digest.hexdigest()
+
+    def _start_static(self, name: str) -> None:
+        manifest = self.static[name]
+        uid = self._static_uid(manifest)
+        spec = dict(manifest["spec"])
+        spec["nodeName"] = self.name
+        meta = dict(manifest["metadata"])
+        meta["name"] = f"{name}-{self.name}"
+        meta.setdefault("namespace", "kube-system")
+        meta["uid"] = uid
+        meta["creationTimestamp"] = stamp(self.loop.now)
+        static_pod = {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "metadata": meta,
+            "spec": spec,
+            "status": {"phase": "Pending", "qosClass": "Burstable"},
+        }
+        ps = PodState(static_pod, uid, static=True)
+        ps.cpu, ps.mem = pod_requests(static_pod)
+        self.used_cpu += ps.cpu
+        self.used_mem += ps.mem
+        self.used_pods += 1
+        self.static_states[meta["name"]] = ps
+        ps.seen = self.loop.now
+        self._create_mirror(ps)
+        self._run(ps)
+
+    def _create_mirror(self, ps: PodState) -> None:
+        if not self._alive():
+            return
+        meta = ps.pod["metadata"]
+        node = self.api.find("nodes", "", self.name)
+        if node is None:
+            return
+        seen = ps.seen
+        annotations = dict(meta.get("annotations") or {})
+        annotations.update(
+            {
+                "kubernetes.io/config.hash": ps.uid,
+                "kubernetes.io/config.mirror": ps.uid,
+                "kubernetes.io/config.seen": _nano(seen),
+                "kubernetes.io/config.source": "file",
+            }
+        )
+        mirror = {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "labels": dict(meta.get("labels") or {}),
+                "annotations": annotations,
+                "ownerReferences": [owner_ref(node, controller=True, block=False)],
+            },
+            "spec": ps.pod["spec"],
+            "status": {"phase": "Pending", "qosClass": "Burstable"},
+        }
+        try:
+            created = self.api.create("pods", mirror)
+        except ApiError:
+            return
+        self.mirrors[meta["name"]] = created["metadata"]["uid"]
+        if ps.start_time:
+            self._status_soon(ps)
+
+    def _on_mirror(self, type_: str, pod: Obj) -> None:
+        name = pod["metadata"]["name"]
+        ps = self.static_states.get(name)
+        if ps is None:
+            if type_ != "DELETED":
+                self._delete_now(pod)  # an orphaned mirror pod: no manifest backs it
+            return
+        if type_ != "DELETED" and pod["metadata"].get("deletionTimestamp"):
+            self._delete_now(pod)  # a deleted mirror pod goes at once; the file still rules
+            return
+        if type_ == "DELETED" and self.mirrors.get(name) == pod["metadata"]["uid"]:
+            self.mirrors.pop(name, None)
+            if name in self.static_states:
+                self._later(self.t.mirror_recreate, self._create_mirror, ps)
+
+    def _write_mirror_status(self, ps: PodState) -> None:
+        meta = ps.pod["metadata"]
+        mirror = self.api.find("pods", meta["namespace"], meta["name"])
+        if mirror is None or mirror["metadata"]["uid"] != self.mirrors.get(meta["name"]):
+            return
+        new = edit(mirror, "status")
+        new["status"] = self.build_status(ps, mirror["status"])
+        if new["status"] != mirror["status"]:
+            self._write(new)
+
+    def remove_static(self, name: str) -> None:
+        """The manifest file is deleted: noticed at the next file check, then torn down."""
+        self.static.pop(name, None)
+        full = f"{name}-{self.name}"
+        self._later(self.loop.uniform((0.0, self.t.file_check)), self._stop_static, full)
+
+    def _stop_static(self, full: str) -> None:
+        ps = self.static_states.pop(full, None)
+        if ps is None:
+            return
+        ps.terminating = True
+        for c in ps.pod["spec"]["containers"]:
+            self.recorder.event(
+                ps.pod,
+                "Normal",
+                "Killing",
+                f"Stopping container {c['name']}",
+                f"spec.containers{{{c['name']}}}",
+            )
+        self._release(ps)
+        mirror = self.api.find("pods", ps.pod["metadata"]["namespace"], full)
+        if mirror is not None:
+            self._later(self.loop.uniform((20.0, 30.0)), self._delete_now, mirror)
+
+
+def _insufficient(resource: str, requested: int, used: int, capacity: int) -> str:
+    return (
+        f"Node didn't have enough resource: {resource}, requested: {requested}, "
+        f"used: {used}, capacity: {capacity}"
+    )
+
+
+def _nano(t: float) -> str:
+    """RFC3339Nano as Go prints it: trailing zeros of the fraction dropped."""
+    ns = round(t * 1_000_000_000)
+    frac = f"{ns % 1_000_000_000:09d}".rstrip("0")
+    base = stamp(ns // 1_000_000_000)[:-1]
+    return f"{base}.{frac}Z" if frac else f"{base}Z"

@@ -1,0 +1,125 @@
+"""Running a scenario: recording to a trace, pacing against the wall clock, counting.
+
+The only module of the simulator that reads the wall clock, and only for pacing and stats.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from handoff.sim.cluster import Cluster
+from handoff.sim.objects import Obj
+from handoff.sim.recording import Recording
+from handoff.sim.scenarios import SCENARIOS, Options, Scenario
+from handoff.trace import TraceWriter, format_time
+
+
+@dataclass
+class RunStats:
+    scenario: str
+    seed: int
+    virtual_seconds: float
+    wall_seconds: float
+    lines: int
+    changes: int
+    pods: int
+    nodes: int
+
+    @property
+    def lines_per_wall_second(self) -> float:
+        return self.lines / self.wall_seconds if self.wall_seconds else 0.0
+
+    def describe(self) -> str:
+        return (
+            f"{self.scenario} seed={self.seed}: {self.virtual_seconds:.0f} s virtual in "
+            f"{self.wall_seconds:.2f} s wall, {self.lines} trace lines "
+            f"({self.lines_per_wall_second:,.0f}/s), {self.changes} API changes, "
+            f"{self.pods} pods and {self.nodes} nodes at the end"
+        )
+
+
+def find_scenario(name: str | None, file: str | None) -> Scenario:
+    if file:
+        from handoff.sim.userfile import scenario_from_file
+
+        return scenario_from_file(file)
+    if name not in SCENARIOS:
+        known = ", ".join(sorted(SCENARIOS))
+        raise KeyError(f"unknown scenario {name!r}; known: {known}")
+    return SCENARIOS[name]
+
+
+def source_label(scenario: Scenario, seed: int) -> str:
+    return f"simulator:{scenario.name}:seed={seed}"
+
+
+def pacer(speed: float) -> Callable[[float], None]:
+    """Sleep so that virtual time runs ``speed`` times faster than the wall clock."""
+    origin: list[float] = []
+
+    def pace(virtual: float) -> None:
+        if not origin:
+            origin.extend((virtual, time.monotonic()))
+            return
+        target = origin[1] + (virtual - origin[0]) / speed
+        delay = target - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+    return pace
+
+
+def run(
+    scenario: Scenario,
+    options: Options,
+    *,
+    record: str | Path | IO[bytes] | None = None,
+    speed: float | None = None,
+    on_event: Callable[[float, str, Obj], None] | None = None,
+    events_group: str = "v1",
+) -> tuple[Cluster, RunStats]:
+    """Build the scenario, record it, run it for ``options.duration`` (or its default)."""
+    cluster_box: list[Cluster] = []
+    writer: TraceWriter | None = None
+
+    def sink(observed: float, type_: str, obj: Obj) -> None:
+        if writer is not None:
+            writer.write(format_time(observed), type_, obj)
+        if on_event is not None:
+            on_event(observed, type_, obj)
+
+    cluster = scenario.build(options)
+    cluster_box.append(cluster)
+    if record is not None:
+        writer = TraceWriter(
+            record, cluster=cluster.config.name, source=source_label(scenario, options.seed)
+        )
+    recording = Recording(cluster.api, sink, events_group=events_group)
+    recording.start()
+    duration = options.duration if options.duration is not None else scenario.duration
+    started = time.perf_counter()
+    try:
+        cluster.loop.run(until=duration, pace=pacer(speed) if speed else None)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        recording.drain()
+        if writer is not None:
+            writer.close()
+    wall = time.perf_counter() - started
+    api = cluster.api
+    stats = RunStats(
+        scenario.name,
+        options.seed,
+        cluster.loop.elapsed,
+        wall,
+        recording.lines,
+        sum(api.counts.values()),
+        len(api.stores["pods"].objects),
+        len(api.stores["nodes"].objects),
+    )
+    return cluster, stats
