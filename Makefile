@@ -1,0 +1,79 @@
+# The few commands everyone needs. Each bootstraps what it uses: a .venv with the pinned
+# requirements, and Debian's redis-server / chromium (installed when root, else explained).
+
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+RUNTIME := $(VENV)/.requirements.stamp
+DEV := $(VENV)/.requirements-dev.stamp
+PYTEST_ARGS ?=
+
+.PHONY: demo test bench lint fmt clean redis-server chromium
+
+## make demo: the whole stack on this machine at http://127.0.0.1:8000/ (Ctrl-C stops it)
+demo: $(RUNTIME) redis-server
+	$(PY) manage.py demo
+
+## make test: the whole test suite, browser tests included
+test: $(DEV) redis-server chromium
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+## make bench: the benchmarks (`python manage.py bench` once it exists)
+bench: $(DEV) redis-server
+	@if $(PY) manage.py help --commands | grep -qx bench; then \
+	  $(PY) manage.py bench; \
+	else \
+	  echo "no benchmarks yet: 'python manage.py bench' arrives with the ingestion and simulator"; \
+	fi
+
+## make lint: ruff (lint and format) and the import layering contracts
+lint: $(DEV)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
+## make fmt: format and apply safe lint fixes
+fmt: $(DEV)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) .run tests/artifacts .pytest_cache .ruff_cache
+
+$(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	  echo "Handoff needs Python 3.11 or newer; found $$($(PYTHON) --version 2>&1)" >&2; exit 1; }
+	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
+	  rm -rf $(VENV); \
+	  $(call apt_install,python3-venv) && $(PYTHON) -m venv $(VENV); }
+
+$(RUNTIME): requirements.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+$(DEV): requirements-dev.txt requirements.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $@ $(RUNTIME)
+
+redis-server:
+	@command -v redis-server >/dev/null || $(call apt_install,redis-server)
+
+chromium:
+	@test -x /usr/bin/chromium || $(call apt_install,chromium fonts-liberation)
+
+# $(call apt_install,PACKAGES): as root, install Debian packages (apt-get update once per
+# checkout, and again if the install fails on stale lists); otherwise say exactly what to
+# install and fail.
+define apt_install
+{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+    echo "installing Debian packages: $(1)"; \
+    if [ ! -e .run/apt-updated ]; then \
+      apt-get update -qq && mkdir -p .run && touch .run/apt-updated; fi && \
+    { $(APT_GET_INSTALL) $(1) || { apt-get update -qq && $(APT_GET_INSTALL) $(1); }; }; \
+  else \
+    echo "missing: install it with 'sudo apt-get install -y $(1)', then rerun make" >&2; \
+    exit 1; \
+  fi; }
+endef
+APT_GET_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
