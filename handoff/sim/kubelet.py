@@ -154,6 +154,8 @@ class Kubelet:
         self.last_report = 0.0
         self.last_status: Any = None
         self.die_on_pickup = False
+        self._delivered = 0.0
+        self._admitted_at = 0.0
         self.ip_seq = 1
         self.sub = api.subscribe("pods", self._deliver, node_name=self.name)
         for manifest in static_pods or ():
@@ -282,7 +284,10 @@ class Kubelet:
     # --- pod watch -------------------------------------------------------------------------
 
     def _deliver(self, type_: str, pod: Obj) -> None:
-        self.loop.call_later(self.loop.uniform(self.t.watch), self._step, self._on_pod, type_, pod)
+        # One watch stream: events arrive in resourceVersion order, whatever their latency.
+        when = max(self._delivered, self.loop.now + self.loop.uniform(self.t.watch))
+        self._delivered = when
+        self.loop.call_at(when, self._step, self._on_pod, type_, pod)
 
     def _on_pod(self, type_: str, pod: Obj) -> None:
         meta = pod["metadata"]
@@ -307,7 +312,10 @@ class Kubelet:
                 return
             ps = PodState(pod, uid)
             self.pods[uid] = ps
-            self._later(self.t.admit, self._admit, ps)
+            # HandlePodAdditions admits one pod after another, in arrival order.
+            when = max(self._admitted_at, self.loop.now + self.loop.uniform(self.t.admit))
+            self._admitted_at = when
+            self.loop.call_at(when, self._step, self._admit, ps)
             return
         ps.pod = pod
         if meta.get("deletionTimestamp") and not ps.terminating:

@@ -121,6 +121,7 @@ class Scheduler:
         # seconds of binding latency (a slow API call).
         self.on_assume: list[Callable[[Obj, str], float | None]] = []
         self.stats = {"scheduled": 0, "failed": 0, "conflicts": 0}
+        self._delivered: dict[str, float] = {}
         api.subscribe("pods", self._deliver_pod)
         api.subscribe("nodes", self._deliver_node)
         self.loop.every(30.0, self._flush_unschedulable)
@@ -131,10 +132,18 @@ class Scheduler:
         spec = pod["spec"]
         if not spec.get("nodeName") and spec.get("schedulerName") != self.name:
             return
-        self.loop.call_later(self.loop.uniform(self.t.watch), self._on_pod, type_, pod)
+        self.loop.call_at(self._arrival("pods"), self._on_pod, type_, pod)
 
     def _deliver_node(self, type_: str, node: Obj) -> None:
-        self.loop.call_later(self.loop.uniform(self.t.watch), self._on_node, type_, node)
+        self.loop.call_at(self._arrival("nodes"), self._on_node, type_, node)
+
+    def _arrival(self, stream: str) -> float:
+        """Each informer's watch is one ordered stream: latency never reorders it."""
+        when = max(
+            self._delivered.get(stream, 0.0), self.loop.now + self.loop.uniform(self.t.watch)
+        )
+        self._delivered[stream] = when
+        return when
 
     def _on_pod(self, type_: str, pod: Obj) -> None:
         meta = pod["metadata"]

@@ -1,0 +1,78 @@
+"""Small clusters and a capturing recorder for the simulator's behaviour tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handoff.sim.cluster import Cluster, ClusterConfig
+from handoff.sim.objects import Obj, container, pod, pod_spec
+from handoff.sim.recording import Recording
+
+
+class Capture:
+    """Everything the recording watcher saw, in observed order."""
+
+    def __init__(self, cluster: Cluster, settle: float = 1.0) -> None:
+        self.lines: list[tuple[float, str, Obj]] = []
+        self.recording = Recording(
+            cluster.api,
+            lambda t, type_, obj: self.lines.append((t, type_, obj)),
+            bookmark_every=None,
+        )
+        self.recording.start()
+        self.cluster = cluster
+        # Let informers see the nodes first, as on any cluster that has been up a while.
+        self.run(settle)
+
+    def run(self, seconds: float) -> None:
+        self.cluster.loop.run(until=self.cluster.loop.elapsed + seconds)
+        self.recording.drain()
+
+    def pods(self, name: str) -> list[tuple[float, str, Obj]]:
+        return [
+            (t, ty, o)
+            for t, ty, o in self.lines
+            if o.get("kind") == "Pod" and o["metadata"].get("name") == name
+        ]
+
+    def events(self, name: str | None = None, reason: str | None = None) -> list[Obj]:
+        out = []
+        for _, ty, o in self.lines:
+            if o.get("kind") != "Event" or ty == "BOOKMARK":
+                continue
+            ref = o.get("involvedObject") or o.get("regarding") or {}
+            if name is not None and ref.get("name") != name:
+                continue
+            if reason is not None and o.get("reason") != reason:
+                continue
+            out.append(o)
+        return out
+
+    def last(self, name: str) -> Obj:
+        return self.pods(name)[-1][2]
+
+
+def small_cluster(seed: int = 1, **config: Any) -> Cluster:
+    cluster = Cluster(ClusterConfig(seed=seed, **config))
+    return cluster
+
+
+def nginx(
+    name: str,
+    *,
+    node_name: str | None = None,
+    cpu: str | None = None,
+    memory: str | None = None,
+    image: str = "nginx:1.27.3-alpine",
+    annotations: dict[str, str] | None = None,
+    **spec: Any,
+) -> Obj:
+    body = pod_spec([container("nginx", image, cpu, memory)], node_name=node_name, **spec)
+    return pod(name, "default", body, annotations=annotations)
+
+
+def condition(obj: Obj, type_: str) -> Obj | None:
+    for cond in obj["status"].get("conditions") or ():
+        if cond["type"] == type_:
+            return cond
+    return None

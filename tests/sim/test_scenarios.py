@@ -1,0 +1,105 @@
+"""Named scenarios, recorded and triaged by the timeline engine; determinism; the command."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import orjson
+import pytest
+
+from handoff.sim import Options, find_scenario, run
+from handoff.timeline import fold_trace
+
+
+def _record(tmp_path: Path, name: str, seed: int = 1, **opts: object) -> Path:
+    path = tmp_path / f"{name}-{seed}.jsonl"
+    run(find_scenario(name, None), Options(seed=seed, **opts), record=path)  # type: ignore[arg-type]
+    return path
+
+
+def _verdicts(path: Path) -> dict[str, tuple[str, str | None, str | None]]:
+    report = fold_trace(path)
+    return {p["name"]: (p["verdict"], p.get("reason"), p.get("binding")) for p in report["pods"]}
+
+
+def test_manual_scheduling_shows_every_case_of_seed_003(tmp_path: Path) -> None:
+    verdicts = _verdicts(_record(tmp_path, "manual-scheduling"))
+    assert verdicts["bigcpu"][:2] == ("rejected", "OutOfcpu")
+    assert verdicts["bigmem"][:2] == ("rejected", "OutOfmemory")
+    assert verdicts["badsel"][:2] == ("rejected", "NodeAffinity")
+    assert verdicts["ghost3"][0] == "podgc-deleted"
+    assert verdicts["pinned"] == ("running", None, "manual")
+    assert verdicts["plain"][2] == "scheduler"
+    assert verdicts["pinned-tainted"][0] == "evicted"
+    assert verdicts["tainted"][0] == "unscheduled"
+    assert verdicts["etcd-control-plane"][2] == "static"
+    web = [v for n, v in verdicts.items() if n.startswith("web-")]
+    assert len(web) == 3
+    assert all(v[0] == "running" and v[2] == "manual" for v in web)
+
+
+def test_manual_scheduling_reproduces_the_seed_message_exactly(tmp_path: Path) -> None:
+    path = _record(tmp_path, "manual-scheduling")
+    messages = [
+        orjson.loads(line)["object"].get("message") for line in path.read_bytes().splitlines()[1:]
+    ]
+    assert (
+        "Node didn't have enough resource: cpu, requested: 100000, used: 950, capacity: 4000"
+    ) in messages
+
+
+def test_handoff_failures_shows_seed_000s_failure_modes(tmp_path: Path) -> None:
+    path = _record(tmp_path, "handoff-failures")
+    verdicts = _verdicts(path)
+    assert verdicts["stale"][0] == "stuck"
+    assert verdicts["racer"][:3] == ("rejected", "OutOfcpu", "scheduler")
+    assert verdicts["leftover"][0] == "podgc-deleted"
+    assert verdicts["hog"][0] == "running"
+    before_gc = fold_trace(path, at="2026-01-01T00:03:00Z")
+    doomed = next(p for p in before_gc["pods"] if p["name"] == "doomed")
+    assert doomed["verdict"] in ("node-lost", "stuck")
+
+
+@pytest.mark.parametrize("name", ["manual-scheduling", "handoff-failures"])
+def test_the_same_seed_gives_identical_bytes(tmp_path: Path, name: str) -> None:
+    a = tmp_path / "a.jsonl.gz"
+    b = tmp_path / "b.jsonl.gz"
+    for path in (a, b):
+        run(find_scenario(name, None), Options(seed=7, duration=120), record=path)
+    assert a.read_bytes() == b.read_bytes()
+    c = tmp_path / "c.jsonl.gz"
+    run(find_scenario(name, None), Options(seed=8, duration=120), record=c)
+    assert gzip.decompress(c.read_bytes()) != gzip.decompress(a.read_bytes())
+
+
+def test_the_recording_has_a_header_and_lines_in_observed_order(tmp_path: Path) -> None:
+    path = _record(tmp_path, "manual-scheduling", duration=90)
+    lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    assert lines[0] == {
+        "handoff_trace": 1,
+        "cluster": "sim-manual-scheduling",
+        "source": "simulator:manual-scheduling:seed=1",
+    }
+    observed = [line["observed"] for line in lines[1:]]
+    assert observed == sorted(observed)
+    assert {line["type"] for line in lines[1:]} >= {"ADDED", "MODIFIED", "DELETED", "BOOKMARK"}
+
+
+def test_the_simulate_command_records_a_trace(tmp_path: Path) -> None:
+    from django.core.management import call_command
+
+    out = tmp_path / "run.jsonl.gz"
+    call_command(
+        "simulate",
+        "--scenario",
+        "manual-scheduling",
+        "--seed",
+        "2",
+        "--duration",
+        "30",
+        "--record",
+        str(out),
+    )
+    head = gzip.decompress(out.read_bytes()).splitlines()[0]
+    assert orjson.loads(head)["source"] == "simulator:manual-scheduling:seed=2"
