@@ -89,12 +89,19 @@ def _signal_all(pids: list[int], signum: int) -> None:
 
 
 def stop_groups(groups: list[tuple[int, int]], timeout: float) -> None:
-    """SIGTERM every member of each (pgid, leader start time) group, SIGKILL what remains."""
-    _signal_all([p for g in groups for p in group_members(*g)], signal.SIGTERM)
+    """SIGTERM every member of each (pgid, leader start time) group, SIGKILL what remains.
+
+    Members that appear while the group shuts down (a pool replacing a worker, a shell
+    forking) get their SIGTERM too.
+    """
+    signalled: set[int] = set()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not any(group_members(*g) for g in groups):
+        members = {p for g in groups for p in group_members(*g)}
+        if not members:
             return
+        _signal_all(sorted(members - signalled), signal.SIGTERM)
+        signalled |= members
         time.sleep(0.1)
     _signal_all([p for g in groups for p in group_members(*g)], signal.SIGKILL)
 

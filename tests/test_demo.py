@@ -166,6 +166,7 @@ def test_it_reaps_children_recorded_by_a_dead_run(run_dir):
 
 def test_it_spares_a_recycled_pid(run_dir):
     stranger = sleeper(run_dir)
+    wait_until(lambda: len(processes_of_run(run_dir)) == 2, 5, "the sleepers")
     record = {
         # The same pid, but not started when this one was: a recycled pid.
         "supervisor": {"pid": stranger.pid, "started": start_time(stranger.pid) - 1},
