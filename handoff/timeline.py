@@ -113,20 +113,43 @@ class PodState:
     changes: list[tuple[float, str, tuple[Any, ...]]] = field(default_factory=list)
     signature: tuple[Any, ...] = ()
     reached: int = 0  # bit per milestone set
+    coarse: int = 0  # bit per milestone whose time is an object's (1 s precision)
     last_change: float = 0.0
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    def mark(self, index: int, when: float | None) -> None:
-        """Milestones keep their earliest time, so replays and races change nothing."""
-        if when is None:
+    def mark(self, index: int, observed: float | None, own: float | None = None) -> None:
+        """Record evidence for a milestone: seen at ``observed``, the object saying ``own``.
+
+        The object's own time (1 s precision) is used only when the watcher saw it
+        more than a second late; it then counts as coarse. Milestones keep their
+        earliest time, but a precise time inside a coarse second refines it, and a
+        coarse time never undercuts a precise one it cannot contradict. So replays
+        and watch races change nothing.
+        """
+        if observed is None:
             return
+        coarse = own is not None and own + 1.0 < observed
+        self.put(index, own if coarse and own is not None else observed, coarse)
+
+    def put(self, index: int, when: float, coarse: bool) -> None:
         current = self.milestones[index]
-        if current is None or when < current:
-            self.milestones[index] = when
-            self.reached |= 1 << index
+        bit = 1 << index
+        if current is not None:
+            current_coarse = bool(self.coarse & bit)
+            if coarse and not current_coarse:
+                if current < when + 1.0:
+                    return
+            elif current_coarse and not coarse:
+                if when >= current and not when < current + 1.0:
+                    return
+            elif when >= current:
+                return
+        self.milestones[index] = when
+        self.reached |= bit
+        self.coarse = self.coarse | bit if coarse else self.coarse & ~bit
 
 
 @dataclass(slots=True)
@@ -158,6 +181,9 @@ class Timeline:
         self.cluster = cluster
         self.pods: dict[str, PodState] = {}
         self.by_name: dict[str, str] = {}
+        # The kubelet's events about a static pod name its config hash as the uid,
+        # not the mirror pod's: hash -> mirror pod uid.
+        self.aliases: dict[str, str] = {}
         self.nodes: dict[str, NodeState] = {}
         self.skipped: Counter[str] = Counter()
         self.watch_errors: list[tuple[float, str]] = []
@@ -205,9 +231,10 @@ class Timeline:
             pod.rv = rv if rv is not None else pod.rv
             spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
             status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-            if not pod.has_object:
+            first = not pod.has_object
+            if first:
                 self._first_sight(pod, observed, meta, spec, status)
-            self._read_pod(pod, observed, meta, spec, status)
+            self._read_pod(pod, observed, meta, spec, status, first)
         if type_ == "DELETED":
             pod.mark(DELETED, observed)
         self._note_changes(pod, observed, type_)
@@ -246,7 +273,7 @@ class Timeline:
         pod.first_scheduled_cond = "PodScheduled" in kinds
         pod.first_fresh = not status.get("startTime") and not (kinds & KUBELET_CONDITIONS)
         pod.first_fresh = pod.first_fresh and not status.get("containerStatuses")
-        pod.mark(CREATED, seen_at(observed, timestamp(meta.get("creationTimestamp"))))
+        pod.mark(CREATED, observed, timestamp(meta.get("creationTimestamp")))
         annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
         owners = meta.get("ownerReferences")
         owner = owners[0] if isinstance(owners, list) and owners else None
@@ -257,6 +284,18 @@ class Timeline:
             or annotations.get("kubernetes.io/config.source") == "file"
             or (pod.owner is not None and pod.owner[0] == "Node")
         )
+        if pod.static:
+            self._alias_static(pod, annotations)
+
+    def _alias_static(self, pod: PodState, annotations: dict[str, Any]) -> None:
+        for key in ("kubernetes.io/config.mirror", "kubernetes.io/config.hash"):
+            alias = annotations.get(key)
+            if isinstance(alias, str) and alias and alias != pod.uid:
+                self.aliases[alias] = pod.uid
+                earlier = self.pods.get(alias)
+                if earlier is not None and not earlier.has_object:
+                    del self.pods[alias]
+                    _merge_events(pod, earlier)
 
     def _read_pod(
         self,
@@ -265,6 +304,7 @@ class Timeline:
         meta: dict[str, Any],
         spec: dict[str, Any],
         status: dict[str, Any],
+        first: bool,
     ) -> None:
         facts = read_status(status)
         node = spec.get("nodeName") or ""
@@ -273,7 +313,7 @@ class Timeline:
         if not node:
             pod.saw_unbound = True
         elif not pod.node:
-            pod.mark(BOUND, self._bind_time(pod, observed, facts))
+            self._mark_bound(pod, observed, facts)
         pod.node = node or pod.node
         pod.phase = facts.phase or pod.phase
         pod.status_reason = facts.reason
@@ -287,38 +327,42 @@ class Timeline:
             pod.disruption = facts.disruption
         pod.waiting = facts.waiting
         pod.terminated = facts.terminated or pod.terminated
+        if pod.phase in ("Succeeded", "Failed"):
+            pod.mark(FINISHED, observed, facts.latest_finish or facts.start)
         if facts.kubelet_wrote:
-            self._read_kubelet_status(pod, observed, facts)
+            self._read_kubelet_status(pod, observed, facts, first)
 
     @staticmethod
-    def _bind_time(pod: PodState, observed: float, facts: StatusFacts) -> float:
+    def _mark_bound(pod: PodState, observed: float, facts: StatusFacts) -> None:
         if facts.scheduled == "True":
-            return seen_at(observed, facts.scheduled_at)
-        if pod.first_fresh and pod.first_node:
-            return pod.milestones[CREATED] or observed
-        return seen_at(observed, facts.start)
+            pod.mark(BOUND, observed, facts.scheduled_at)
+        elif pod.first_fresh and pod.first_node and pod.milestones[CREATED] is not None:
+            pod.put(BOUND, pod.milestones[CREATED], bool(pod.coarse & (1 << CREATED)))
+        else:
+            pod.mark(BOUND, observed, facts.start)
 
     @staticmethod
-    def _read_kubelet_status(pod: PodState, observed: float, facts: StatusFacts) -> None:
-        when = seen_at(observed, facts.start)
-        pod.mark(ACK, when)
+    def _read_kubelet_status(
+        pod: PodState, observed: float, facts: StatusFacts, first: bool
+    ) -> None:
+        pod.mark(ACK, observed, facts.start)
         if pod.phase == "Failed" and _is_rejection(pod.status_reason, pod.status_message):
             pod.rejection = (pod.status_reason, _strip_rejection(pod.status_message))
-            pod.mark(REJECTED, when)
+            pod.mark(REJECTED, observed, facts.start)
         else:
-            pod.mark(ADMITTED, when)
+            pod.mark(ADMITTED, observed, facts.start)
         if facts.sandbox_at is not None:
-            pod.mark(SANDBOX, seen_at(observed, facts.sandbox_at))
+            pod.mark(SANDBOX, observed, facts.sandbox_at)
         if facts.initialized_at is not None:
-            pod.mark(INITIALIZED, seen_at(observed, facts.initialized_at))
+            pod.mark(INITIALIZED, observed, facts.initialized_at)
         if facts.ready_at is not None:
-            pod.mark(READY, seen_at(observed, facts.ready_at))
+            pod.mark(READY, observed, facts.ready_at)
         if facts.all_started_at is not None:
-            pod.mark(STARTED, seen_at(observed, facts.all_started_at))
+            pod.mark(STARTED, observed, facts.all_started_at)
         if pod.phase == "Running":
-            pod.mark(RUNNING, seen_at(observed, facts.latest_start))
-        elif pod.phase in ("Succeeded", "Failed"):
-            pod.mark(FINISHED, seen_at(observed, facts.latest_finish or facts.start))
+            # The phase has no timestamp of its own: the containers' start stands in
+            # only when the pod is first seen already running (a list, a late watch).
+            pod.mark(RUNNING, observed, facts.latest_start if first else None)
 
     def _note_changes(self, pod: PodState, observed: float, type_: str) -> None:
         signature = (
@@ -374,11 +418,12 @@ class Timeline:
 
     def _pod_for_event(self, facts: EventFacts) -> PodState:
         if facts.uid:
-            pod = self.pods.get(facts.uid)
+            uid = self.aliases.get(facts.uid, facts.uid)
+            pod = self.pods.get(uid)
             if pod is None:
-                pod = PodState(facts.uid, facts.namespace or "default", facts.name)
-                self.pods[facts.uid] = pod
-                self.by_name.setdefault(pod.key, facts.uid)
+                pod = PodState(uid, facts.namespace or "default", facts.name)
+                self.pods[uid] = pod
+                self.by_name.setdefault(pod.key, uid)
             return pod
         key = f"{facts.namespace or 'default'}/{facts.name}"
         uid = self.by_name.get(key)
@@ -396,7 +441,7 @@ class Timeline:
         reason = facts.reason
         if reason == "Scheduled":
             pod.scheduled_event = True
-            pod.mark(BOUND, when)
+            pod.mark(BOUND, observed, facts.first)
             if not pod.node:
                 pod.node = _assigned_node(facts.message)
         elif reason == "FailedScheduling":
@@ -410,14 +455,14 @@ class Timeline:
             return
         if not pod.node and facts.host:
             pod.node = facts.host  # the kubelet that wrote it is the one it was handed to
-        pod.mark(ACK, when)
+        pod.mark(ACK, observed, facts.first)
         if v.is_admission_reason(reason) and facts.type == "Warning":
             pod.rejection = pod.rejection or (reason, facts.message)
-            pod.mark(REJECTED, when)
+            pod.mark(REJECTED, observed, facts.first)
         elif reason == "Evicted":
             pod.evicted_event = (when, reason, facts.message)
         else:
-            pod.mark(ADMITTED, when)
+            pod.mark(ADMITTED, observed, facts.first)
             self._events_only_facts(pod, when, facts)
 
     @staticmethod
@@ -514,12 +559,12 @@ class Timeline:
         lost_at = self._node_lost_at(pod, now)
         if lost_at is not None:
             return Judgement(v.NODE_LOST, "NodeNotReady", exists, node_lost_at=lost_at)
+        if _deleted_before_it_finished(pod):
+            return Judgement(v.DELETED, None, exists)
         if pod.phase == "Succeeded":
             return Judgement(v.SUCCEEDED, None, exists)
         if pod.phase == "Failed":
             return Judgement(v.FAILED, pod.status_reason or pod.terminated or None, exists)
-        if m[DELETED] is not None:
-            return Judgement(v.DELETED, None, exists)
         if pod.phase == "Running" or (not pod.has_object and pod.started_event is not None):
             return Judgement(v.RUNNING, pod.waiting or pod.event_waiting or None, exists)
         if not pod.node and m[BOUND] is None:
@@ -546,16 +591,15 @@ class Timeline:
         return Judgement(v.STARTING, waiting, exists)
 
     def _deletion_cause(self, pod: PodState, exists: bool | None) -> tuple[str, str] | None:
-        if pod.disruption is not None:
-            reason, message = pod.disruption
-            if reason == "DeletionByPodGC":
-                return v.PODGC_DELETED, PODGC_MESSAGES.get(message, reason)
-            if reason in EVICTION_DISRUPTIONS:
-                return v.EVICTED, reason
+        disruption = pod.disruption or ("", "")
+        if disruption[0] == "DeletionByPodGC":
+            return v.PODGC_DELETED, PODGC_MESSAGES.get(disruption[1], disruption[0])
+        if pod.phase == "Failed" and pod.status_reason == "Evicted" and pod.rejection is None:
+            return v.EVICTED, "Evicted"  # the kubelet's own word beats TerminationByKubelet
+        if disruption[0] in EVICTION_DISRUPTIONS:
+            return v.EVICTED, disruption[0]
         if pod.taint_eviction is not None:
             return v.EVICTED, "TaintManagerEviction"
-        if pod.phase == "Failed" and pod.status_reason == "Evicted" and pod.rejection is None:
-            return v.EVICTED, "Evicted"
         if pod.evicted_event is not None and (
             pod.milestones[ADMITTED] is not None or pod.milestones[RUNNING] is not None
         ):
@@ -604,6 +648,15 @@ class Timeline:
         if pod.has_object and pod.first_node and pod.first_fresh:
             return "scheduler" if pod.first_scheduled_cond else "manual"
         return "unknown"
+
+
+def _deleted_before_it_finished(pod: PodState) -> bool:
+    """A deletion caused the end (a person, a controller) rather than following it."""
+    asked = pod.deletion_requested or pod.milestones[DELETED]
+    if asked is None:
+        return False
+    finished = pod.milestones[FINISHED]
+    return finished is None or asked <= finished
 
 
 def _condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -662,7 +715,8 @@ def _merge_events(pod: PodState, placeholder: PodState) -> None:
     """Events seen (by name) before their pod: hand their facts to the pod."""
     pod.events.update(placeholder.events)
     for index, when in enumerate(placeholder.milestones):
-        pod.mark(index, when)
+        if when is not None:
+            pod.put(index, when, bool(placeholder.coarse & (1 << index)))
     for attr in (
         "scheduled_event",
         "rejection",

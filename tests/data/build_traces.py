@@ -209,19 +209,33 @@ class Trace:
         self.assert_keys[pod.key] = list(milestones)
 
     def milestone_values(self) -> tuple[dict[str, dict[str, int]], set[tuple[str, str]]]:
-        """First revealing watch event per (pod, milestone), with the time rule applied;
-        also which (pod, milestone) took the object's own timestamp."""
+        """Every revealing watch event per (pod, milestone), combined by the time rule;
+        also which (pod, milestone) ended on the object's own timestamp.
+
+        A reveal seen more than a second after its own (truncated) timestamp gives
+        that coarse second; the earliest evidence wins, except that a precise time
+        inside a coarse second refines it and a coarse second never undercuts a
+        precise time it cannot contradict.
+        """
         found: dict[str, dict[str, int]] = {}
         late: set[tuple[str, str]] = set()
         for obs, _order, key, milestone, own in sorted(self.reveals):
             per_pod = found.setdefault(key, {})
+            coarse = own is not None and own + SECOND < obs
+            when = own if coarse else obs
             if milestone in per_pod:
-                continue
-            if own is not None and own + SECOND < obs:
-                per_pod[milestone] = own
+                current, was_coarse = per_pod[milestone], (key, milestone) in late
+                if coarse and not was_coarse and current < when + SECOND:
+                    continue
+                if was_coarse and not coarse and when >= current + SECOND:
+                    continue
+                if coarse == was_coarse and when >= current:
+                    continue
+            per_pod[milestone] = when
+            if coarse:
                 late.add((key, milestone))
             else:
-                per_pod[milestone] = obs
+                late.discard((key, milestone))
         return found, late
 
     def write(self) -> tuple[str, dict[str, Any]]:
@@ -1168,6 +1182,9 @@ def s02_core_events() -> None:
     scheduled_event(tr, 0.735, pod, "worker-3", api="core", after=obs)
     # The kubelet's first status write is slow to reach the watch (status manager
     # queue, apiserver under load); its Pulling event, emitted later, is seen first.
+    # startTime (10:10:00) then proves the kubelet had it within that second, before
+    # the Pulling event: kubelet_ack is that coarse second, on purpose.
+    tr.allow_late = True
     pod.ack(0.790, lat_ms=900)
     kubelet_event(tr, 1.402, pod, "Pulling", 'Pulling image "ghcr.io/example/checkout:1.4.0"',
                   field=c_field(pod), lat_ms=8)
