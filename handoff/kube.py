@@ -9,28 +9,42 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 KUBELET = "kubelet"
 SCHEDULER_REASONS = frozenset({"Scheduled", "FailedScheduling"})
 
 
-@lru_cache(maxsize=131072)
-def timestamp(text: str | None) -> float | None:
+_TIMES: dict[str, float | None] = {}
+_TIMES_MAX = 200_000
+
+
+def timestamp(text: Any) -> float | None:
     """Epoch seconds of an object timestamp, None when absent or unreadable.
 
     Object timestamps repeat a lot (1-second precision), hence the cache.
     """
-    if not text:
+    try:
+        return _TIMES[text]
+    except (KeyError, TypeError):
+        return _parse_timestamp(text)
+
+
+def _parse_timestamp(text: Any) -> float | None:
+    if text.__class__ is not str or not text:
         return None
     try:
         moment = datetime.fromisoformat(text)
-    except (TypeError, ValueError):
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    except ValueError:
+        value = None
+    else:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        value = moment.timestamp()
+    if len(_TIMES) >= _TIMES_MAX:
+        _TIMES.clear()
+    _TIMES[text] = value
+    return value
 
 
 def seen_at(observed: float, own: float | None) -> float:
@@ -70,84 +84,75 @@ class EventFacts:
     count: int
 
 
+# Field names of the two Event APIs: (regarding, message, source, first time,
+# second first time, last time, count, reporting component).
+_CORE_FIELDS = (
+    "involvedObject",
+    "message",
+    "source",
+    "firstTimestamp",
+    "eventTime",
+    "lastTimestamp",
+    "count",
+    "reportingComponent",
+)
+_EVENTS_API_FIELDS = (
+    "regarding",
+    "note",
+    "deprecatedSource",
+    "eventTime",
+    "deprecatedFirstTimestamp",
+    "deprecatedLastTimestamp",
+    "deprecatedCount",
+    "reportingController",
+)
+
+
 def read_event(obj: dict[str, Any]) -> EventFacts | None:
     """Normalise a core/v1 or events.k8s.io/v1 Event; None when it regards nothing."""
-    meta = obj.get("metadata") or {}
-    if not isinstance(meta, dict):
-        return None
-    if str(obj.get("apiVersion", "")).startswith("events.k8s.io"):
-        return _read_events_api(obj, meta)
-    return _read_core_event(obj, meta)
-
-
-def _read_core_event(obj: dict[str, Any], meta: dict[str, Any]) -> EventFacts | None:
-    regarding = obj.get("involvedObject")
-    if not isinstance(regarding, dict):
-        return None
-    source = obj.get("source") if isinstance(obj.get("source"), dict) else {}
-    series = obj.get("series") if isinstance(obj.get("series"), dict) else {}
-    first = timestamp(_str(obj.get("firstTimestamp"))) or timestamp(_str(obj.get("eventTime")))
-    last = (
-        timestamp(_str(series.get("lastObservedTime")))
-        or timestamp(_str(obj.get("lastTimestamp")))
-        or first
+    meta = obj.get("metadata")
+    api = obj.get("apiVersion")
+    events_api = api.__class__ is str and api.startswith("events.k8s.io")
+    regarding_f, message_f, source_f, first_f, first2_f, last_f, count_f, reporter_f = (
+        _EVENTS_API_FIELDS if events_api else _CORE_FIELDS
     )
-    count = _int(series.get("count")) or _int(obj.get("count")) or 1
-    component = _str(source.get("component")) or _str(obj.get("reportingComponent"))
-    return _facts(obj, meta, regarding, component, _str(source.get("host")), first, last, count)
-
-
-def _read_events_api(obj: dict[str, Any], meta: dict[str, Any]) -> EventFacts | None:
-    regarding = obj.get("regarding")
-    if not isinstance(regarding, dict):
+    regarding = obj.get(regarding_f)
+    if regarding.__class__ is not dict or meta.__class__ is not dict:
         return None
-    source = obj.get("deprecatedSource") if isinstance(obj.get("deprecatedSource"), dict) else {}
-    series = obj.get("series") if isinstance(obj.get("series"), dict) else {}
-    first = timestamp(_str(obj.get("eventTime"))) or timestamp(
-        _str(obj.get("deprecatedFirstTimestamp"))
-    )
-    last = (
-        timestamp(_str(series.get("lastObservedTime")))
-        or timestamp(_str(obj.get("deprecatedLastTimestamp")))
-        or first
-    )
-    count = _int(series.get("count")) or _int(obj.get("deprecatedCount")) or 1
-    component = _str(obj.get("reportingController")) or _str(source.get("component"))
-    host = _str(source.get("host"))
-    return _facts(obj, meta, regarding, component, host, first, last, count, "note")
-
-
-def _facts(
-    obj: dict[str, Any],
-    meta: dict[str, Any],
-    regarding: dict[str, Any],
-    component: str,
-    host: str,
-    first: float | None,
-    last: float | None,
-    count: int,
-    message_field: str = "message",
-) -> EventFacts:
-    key = _str(meta.get("uid")) or f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    source = obj.get(source_f)
+    if source.__class__ is not dict:
+        source = {}
+    series = obj.get("series")
+    if series.__class__ is not dict:
+        series = {}
+    first = timestamp(obj.get(first_f)) or timestamp(obj.get(first2_f))
+    last = timestamp(series.get("lastObservedTime")) or timestamp(obj.get(last_f)) or first
+    count = _int(series.get("count")) or _int(obj.get(count_f)) or 1
+    if events_api:
+        component = _str(obj.get(reporter_f)) or _str(source.get("component"))
+    else:
+        component = _str(source.get("component")) or _str(obj.get(reporter_f))
+    uid = meta.get("uid")
+    key = uid if uid.__class__ is str and uid else f"{meta.get('namespace')}/{meta.get('name')}"
     return EventFacts(
-        key=key,
-        kind=_str(regarding.get("kind")),
-        namespace=_str(regarding.get("namespace")) or _str(meta.get("namespace")),
-        name=_str(regarding.get("name")),
-        uid=_str(regarding.get("uid")) or None,
-        reason=_str(obj.get("reason")),
-        type=_str(obj.get("type")) or "Normal",
-        component=component,
-        host=host,
-        message=_str(obj.get(message_field)),
-        first=first,
-        last=last,
-        count=count,
+        key,
+        _str(regarding.get("kind")),
+        _str(regarding.get("namespace")) or _str(meta.get("namespace")),
+        _str(regarding.get("name")),
+        _str(regarding.get("uid")) or None,
+        _str(obj.get("reason")),
+        _str(obj.get("type")) or "Normal",
+        component,
+        _str(source.get("host")),
+        _str(obj.get(message_f)),
+        first,
+        last,
+        count,
     )
 
 
 def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+    return value if value.__class__ is str else ""
 
 
 def _int(value: Any) -> int:
@@ -179,9 +184,12 @@ KUBELET_CONDITIONS = frozenset(
 ROUTINE_WAITING = frozenset({"ContainerCreating", "PodInitializing"})
 
 
-@dataclass(slots=True)
 class StatusFacts:
-    """One pass over a pod's status: what the fold needs, nothing else."""
+    """One pass over a pod's status: what the fold needs, nothing else.
+
+    Defaults live on the class and a reading sets only what it finds: one of
+    these is made for every pod update, so it must be cheap to make.
+    """
 
     phase: str = ""
     reason: str = ""
@@ -210,7 +218,7 @@ def read_status(status: Any) -> StatusFacts:
     facts.phase = _str(status.get("phase"))
     facts.reason = _str(status.get("reason"))
     facts.message = _str(status.get("message"))
-    facts.start = timestamp(_str(status.get("startTime")))
+    facts.start = timestamp(status.get("startTime"))
     facts.kubelet_wrote = facts.start is not None or bool(status.get("hostIP"))
     conditions = status.get("conditions")
     if conditions.__class__ is list:
@@ -234,7 +242,7 @@ def _read_conditions(facts: StatusFacts, conditions: list[Any]) -> None:
         if kind in KUBELET_CONDITIONS:
             facts.kubelet_wrote = True
             if true:
-                at = timestamp(_str(cond.get("lastTransitionTime")))
+                at = timestamp(cond.get("lastTransitionTime"))
                 if kind == "Ready":
                     facts.ready_at = at
                 elif kind == "Initialized":
@@ -243,7 +251,7 @@ def _read_conditions(facts: StatusFacts, conditions: list[Any]) -> None:
                     facts.sandbox_at = at
         elif kind == "PodScheduled":
             facts.scheduled = _str(cond.get("status"))
-            facts.scheduled_at = timestamp(_str(cond.get("lastTransitionTime")))
+            facts.scheduled_at = timestamp(cond.get("lastTransitionTime"))
             if not true:
                 facts.unschedulable = _str(cond.get("reason")) or "Unschedulable"
                 facts.unschedulable_message = _str(cond.get("message"))
@@ -267,7 +275,7 @@ def _read_containers(
         terminated = state.get("terminated")
         if running.__class__ is dict or terminated.__class__ is dict:
             inner = running if running.__class__ is dict else terminated
-            started = timestamp(_str(inner.get("startedAt"))) or 0.0
+            started = timestamp(inner.get("startedAt")) or 0.0
             latest_start = started if latest_start is None else max(latest_start, started)
             if terminated.__class__ is dict:
                 _note_termination(facts, terminated)
@@ -288,7 +296,7 @@ def _read_containers(
 
 
 def _note_termination(facts: StatusFacts, terminated: dict[str, Any]) -> None:
-    finished = timestamp(_str(terminated.get("finishedAt")))
+    finished = timestamp(terminated.get("finishedAt"))
     if finished is not None and (facts.latest_finish is None or finished > facts.latest_finish):
         facts.latest_finish = finished
     code = terminated.get("exitCode")

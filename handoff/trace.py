@@ -85,6 +85,16 @@ def _utc_second(seconds: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
+def _fast_time(text: str) -> float | None:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC).timestamp()
+    return moment.timestamp()
+
+
 def parse_time(text: str) -> float:
     """Epoch seconds from an RFC 3339 timestamp (``Z`` or offset, any fraction)."""
     moment = datetime.fromisoformat(text)
@@ -128,15 +138,38 @@ class TraceReader:
             yield from self._read(self.source)
 
     def _read(self, stream: Iterable[bytes]) -> Iterator[WatchEvent]:
+        """The hot loop: well-formed event lines take the short path, anything
+        else goes through ``_parse_line``, which says what is wrong with it."""
         number = 0
+        loads, kinds, types = orjson.loads, self.kinds, WATCH_TYPES
         try:
-            for number, raw in enumerate(stream, 1):
-                self.lines_read = number
+            for number, raw in enumerate(stream, 1):  # noqa: B007 - read after the loop
+                try:
+                    record = loads(raw) if len(raw) <= MAX_LINE_BYTES else None
+                except orjson.JSONDecodeError:
+                    record = None
+                if record.__class__ is dict:
+                    observed = record.get("observed")
+                    type_ = record.get("type")
+                    obj = record.get("object")
+                    if observed.__class__ is str and type_ in types and obj.__class__ is dict:
+                        at = _fast_time(observed)
+                        kind = obj.get("kind")
+                        if at is not None and (
+                            kinds is None or kind in kinds or type_ == "BOOKMARK"
+                        ):
+                            cluster = record.get("cluster")
+                            if cluster is not None and cluster.__class__ is not str:
+                                cluster = None
+                            yield WatchEvent(observed, type_, obj, cluster, number, at)
+                            continue
                 event = self._parse_line(number, raw)
                 if event is not None:
                     yield event
         except (EOFError, OSError, zlib.error) as exc:
             self.errors.append(LineError(number + 1, f"stream ended early: {exc}"))
+        finally:
+            self.lines_read = number
 
     def _parse_line(self, number: int, raw: bytes) -> WatchEvent | None:
         if not raw.strip():
