@@ -72,7 +72,7 @@ define apt_install
       apt-get update -qq && mkdir -p .run && touch .run/apt-updated; fi && \
     { $(APT_GET_INSTALL) $(1) || { apt-get update -qq && $(APT_GET_INSTALL) $(1); }; }; \
   else \
-    echo "missing: install it with 'sudo apt-get install -y $(1)', then rerun make" >&2; \
+    echo "missing Debian packages: run 'sudo apt-get install -y $(1)', then rerun make" >&2; \
     exit 1; \
   fi; }
 endef
