@@ -26,7 +26,6 @@ from typing import Any
 from handoff import verdicts as v
 from handoff.kube import (
     KUBELET,
-    KUBELET_CONDITIONS,
     EventFacts,
     StatusFacts,
     read_event,
@@ -132,7 +131,14 @@ class PodState:
         if observed is None:
             return
         coarse = own is not None and own + 1.0 < observed
-        self.put(index, own if coarse and own is not None else observed, coarse)
+        when = own if coarse and own is not None else observed
+        if self.milestones[index] is None:  # the common case, kept short
+            self.milestones[index] = when
+            self.reached |= 1 << index
+            if coarse:
+                self.coarse |= 1 << index
+            return
+        self.put(index, when, coarse)
 
     def put(self, index: int, when: float, coarse: bool) -> None:
         current = self.milestones[index]
@@ -184,6 +190,7 @@ class Timeline:
         # The kubelet's events about a static pod name its config hash as the uid,
         # not the mirror pod's: hash -> mirror pod uid.
         self.aliases: dict[str, str] = {}
+        self.placeholders = 0  # pods known only by name from their events
         self.nodes: dict[str, NodeState] = {}
         self.skipped: Counter[str] = Counter()
         self.watch_errors: list[tuple[float, str]] = []
@@ -194,7 +201,7 @@ class Timeline:
 
     def apply(self, event: WatchEvent) -> PodState | None:
         """Fold one watch event; returns the pod it changed, if any."""
-        observed = event.time()
+        observed = event.at if event.at is not None else event.time()
         if self.last_observed is None or observed > self.last_observed:
             self.last_observed = observed
         self.events_applied += 1
@@ -229,12 +236,14 @@ class Timeline:
             return None
         if not stale:
             pod.rv = rv if rv is not None else pod.rv
-            spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-            status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+            spec = obj.get("spec")
+            if spec.__class__ is not dict:
+                spec = {}
+            facts = read_status(obj.get("status"))
             first = not pod.has_object
             if first:
-                self._first_sight(pod, observed, meta, spec, status)
-            self._read_pod(pod, observed, meta, spec, status, first)
+                self._first_sight(pod, observed, meta, spec, facts)
+            self._read_pod(pod, observed, meta, spec, facts, first)
         if type_ == "DELETED":
             pod.mark(DELETED, observed)
         self._note_changes(pod, observed, type_)
@@ -252,10 +261,13 @@ class Timeline:
     def _new_pod(self, uid: str, namespace: str, name: str) -> PodState:
         pod = PodState(uid, namespace, name)
         self.pods[uid] = pod
-        orphan_events = self.pods.pop(f"name:{namespace}/{name}", None)
-        if orphan_events is not None:
-            _merge_events(pod, orphan_events)
-        self.by_name[f"{namespace}/{name}"] = uid
+        key = f"{namespace}/{name}"
+        if self.placeholders:
+            orphan_events = self.pods.pop(f"name:{key}", None)
+            if orphan_events is not None:
+                self.placeholders -= 1
+                _merge_events(pod, orphan_events)
+        self.by_name[key] = uid
         return pod
 
     def _first_sight(
@@ -264,21 +276,21 @@ class Timeline:
         observed: float,
         meta: dict[str, Any],
         spec: dict[str, Any],
-        status: dict[str, Any],
+        facts: StatusFacts,
     ) -> None:
         pod.has_object = True
-        pod.first_node = str(spec.get("nodeName") or "")
-        conditions = status.get("conditions") if isinstance(status.get("conditions"), list) else []
-        kinds = {c.get("type") for c in conditions if isinstance(c, dict)}
-        pod.first_scheduled_cond = "PodScheduled" in kinds
-        pod.first_fresh = not status.get("startTime") and not (kinds & KUBELET_CONDITIONS)
-        pod.first_fresh = pod.first_fresh and not status.get("containerStatuses")
+        node = spec.get("nodeName")
+        pod.first_node = node if node.__class__ is str else ""
+        pod.first_scheduled_cond = facts.scheduled != ""
+        pod.first_fresh = not facts.kubelet_wrote
         pod.mark(CREATED, observed, timestamp(meta.get("creationTimestamp")))
-        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
         owners = meta.get("ownerReferences")
-        owner = owners[0] if isinstance(owners, list) and owners else None
-        if isinstance(owner, dict):
+        owner = owners[0] if owners.__class__ is list and owners else None
+        if owner.__class__ is dict:
             pod.owner = (str(owner.get("kind", "")), str(owner.get("name", "")))
+        annotations = meta.get("annotations")
+        if annotations.__class__ is not dict:
+            annotations = {}
         pod.static = (
             "kubernetes.io/config.mirror" in annotations
             or annotations.get("kubernetes.io/config.source") == "file"
@@ -303,10 +315,9 @@ class Timeline:
         observed: float,
         meta: dict[str, Any],
         spec: dict[str, Any],
-        status: dict[str, Any],
+        facts: StatusFacts,
         first: bool,
     ) -> None:
-        facts = read_status(status)
         node = spec.get("nodeName") or ""
         if node.__class__ is not str:
             node = str(node)
@@ -434,6 +445,7 @@ class Timeline:
         if pod is None:
             pod = PodState(placeholder, facts.namespace or "default", facts.name)
             self.pods[placeholder] = pod
+            self.placeholders += 1
         return pod
 
     def _event_effects(self, pod: PodState, observed: float, facts: EventFacts) -> None:
