@@ -72,20 +72,7 @@ def test_the_worker_consumes_the_default_and_watch_queues():
     assert set(option(command("worker"), "-Q").split(",")) == {"default", "watch"}
 
 
-@pytest.mark.parametrize(
-    "service",
-    [
-        "migrate",
-        pytest.param(
-            "simulator",
-            marks=pytest.mark.xfail(
-                "simulate" not in get_commands(),
-                strict=True,
-                reason="simulate command lands with issue 4",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("service", ["migrate", "simulator"])
 def test_management_commands_exist(service):
     argv = command(service)
     assert argv[:2] == ["python", "manage.py"]
