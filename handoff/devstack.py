@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import TextIO
 
 PIDFILE = "demo.pid"
+# The simulator's demo scenario, live at wall-clock speed.
+SIMULATOR_ARGS = ["simulate", "--scenario", "steady", "--speed", "1"]
 PR_SET_PDEATHSIG = 1
 
 
@@ -304,7 +306,7 @@ class Devstack:
 
     def start_simulator(self) -> bool:
         if self.with_simulator:
-            argv = [self.python, "manage.py", "simulate", "--scenario", "steady", "--speed", "1"]
+            argv = [self.python, "manage.py", *SIMULATOR_ARGS]
             self.spawn(Child("simulator", argv, required=False))
         return True
 
