@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from handoff.sim.clock import Loop
-from handoff.sim.objects import Obj, add_default_tolerations, edit, new_uid, qos_class, stamp
+from handoff.sim.objects import (
+    Obj,
+    add_default_tolerations,
+    edit,
+    new_uid,
+    pull_policy,
+    qos_class,
+    stamp,
+)
 
 # The k8s name-generator alphabet: no vowels, no confusable digits.
 ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -366,8 +374,42 @@ class APIServer:
             self._remove("events", key, obj)
 
 
+_SPEC_DEFAULTS: tuple[tuple[str, Any], ...] = (
+    ("restartPolicy", "Always"),
+    ("terminationGracePeriodSeconds", 30),
+    ("dnsPolicy", "ClusterFirst"),
+    ("serviceAccountName", "default"),
+    ("serviceAccount", "default"),
+    ("securityContext", {}),
+    ("schedulerName", "default-scheduler"),
+    ("priority", 0),
+    ("enableServiceLinks", True),
+    ("preemptionPolicy", "PreemptLowerPriority"),
+)
+
+
+def _default_spec(spec: Obj) -> Obj:
+    """API defaulting for pods POSTed without the fields clients usually leave out."""
+    if "schedulerName" in spec and "priority" in spec:
+        return spec
+    spec = dict(spec)
+    for key, value in _SPEC_DEFAULTS:
+        if key not in spec:
+            spec[key] = value
+    containers = []
+    for c in spec.get("containers") or ():
+        c = dict(c)
+        c.setdefault("resources", {})
+        c.setdefault("terminationMessagePath", "/dev/termination-log")
+        c.setdefault("terminationMessagePolicy", "File")
+        c.setdefault("imagePullPolicy", pull_policy(c.get("image", "")))
+        containers.append(c)
+    spec["containers"] = containers
+    return spec
+
+
 def _default_pod(pod: Obj) -> Obj:
-    spec = add_default_tolerations(pod["spec"])
+    spec = add_default_tolerations(_default_spec(pod["spec"]))
     status = dict(pod.get("status") or {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", qos_class(spec))

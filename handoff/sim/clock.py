@@ -21,6 +21,7 @@ class Loop:
         self.now = start
         self.start = start
         self.rng = Random(seed)
+        self._random = self.rng.random
         self._heap: list[tuple[float, int, Callable[..., object], tuple[object, ...]]] = []
         self._seq = 0
         self._stopped = False
@@ -46,7 +47,7 @@ class Loop:
 
     def uniform(self, lo_hi: tuple[float, float]) -> float:
         lo, hi = lo_hi
-        return lo if lo == hi else self.rng.uniform(lo, hi)
+        return lo + (hi - lo) * self._random()
 
     def stop(self) -> None:
         self._stopped = True

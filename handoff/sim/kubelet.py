@@ -86,7 +86,7 @@ class Behaviour:
         return Behaviour(float(run), int(ann.get("sim.handoff/exit-code", "0")))
 
 
-@dataclass
+@dataclass(slots=True)
 class PodState:
     pod: Obj
     uid: str
@@ -284,6 +284,9 @@ class Kubelet:
     # --- pod watch -------------------------------------------------------------------------
 
     def _deliver(self, type_: str, pod: Obj) -> None:
+        ps = self.pods.get(pod["metadata"]["uid"])
+        if ps is not None and ps.pod is pod:
+            return  # an adopted pod's own ADDED: nothing new to learn
         # One watch stream: events arrive in resourceVersion order, whatever their latency.
         when = max(self._delivered, self.loop.now + self.loop.uniform(self.t.watch))
         self._delivered = when
@@ -325,6 +328,21 @@ class Kubelet:
         meta = pod["metadata"]
         with contextlib.suppress(ApiError):
             self.api.delete("pods", meta["namespace"], meta["name"], grace=0)
+
+    def adopt(self, pod: Obj) -> None:
+        """Take over a pod that was already running before the simulation started."""
+        status = pod["status"]
+        ps = PodState(pod, pod["metadata"]["uid"], phase=status.get("phase", "Running"))
+        ps.cpu, ps.mem = pod_requests(pod)
+        ps.start_time = self.loop.now
+        ps.sandbox = True
+        ps.pod_ip = status.get("podIP", "")
+        ps.app = [dict(c) for c in status.get("containerStatuses") or ()]
+        ps.ready = all(c.get("ready") for c in ps.app)
+        self.pods[ps.uid] = ps
+        self.used_cpu += ps.cpu
+        self.used_mem += ps.mem
+        self.used_pods += 1
 
     # --- admission -------------------------------------------------------------------------
 

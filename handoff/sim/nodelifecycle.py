@@ -41,11 +41,23 @@ class NodeLifecycle:
         self.taint_delay = taint_delay
         self.recorder = CoreRecorder(api, "node-controller")
         self.seen: dict[str, tuple[str | None, float | None, float]] = {}
+        self.quiet: dict[str, tuple[Obj | None, float | None, float]] = {}
         self.loop.every(monitor_period, self.monitor)
 
     def monitor(self) -> None:
         now = self.loop.now
+        leases = self.api.leases
+        quiet = self.quiet
         for (_, name), node in list(self.api.nodes().items()):
+            # Fast path: nothing changed since the last pass and the node is well in time.
+            last = quiet.get(name)
+            if (
+                last is not None
+                and last[0] is node
+                and last[1] == leases.get(name)
+                and now - last[2] <= self.grace
+            ):
+                continue
             ready = _condition(node, "Ready")
             heartbeat = ready.get("lastHeartbeatTime") if ready else None
             lease = self.api.leases.get(name)
@@ -59,8 +71,12 @@ class NodeLifecycle:
                 self._mark_unknown(node)
             else:
                 self._reconcile_taints(node, status)
-        for name in [n for n in self.seen if ("", n) not in self.api.nodes()]:
-            del self.seen[name]
+                if status == "True":
+                    quiet[name] = (self.api.find("nodes", "", name), lease, probe)
+        if len(self.seen) > len(self.api.nodes()):
+            for name in [n for n in self.seen if ("", n) not in self.api.nodes()]:
+                del self.seen[name]
+                self.quiet.pop(name, None)
 
     def _mark_unknown(self, node: Obj) -> None:
         now = self.loop.now

@@ -6,7 +6,6 @@ new dict through :func:`edit`, so every watcher can keep the reference it was ha
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from random import Random
 from typing import Any
@@ -22,9 +21,17 @@ UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 DEFAULT_TOLERATION_SECONDS = 300
 
 
+_VERSION_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_VERSION_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
 def new_uid(rng: Random) -> str:
-    """A version-4 uid drawn from the simulation's RNG, so runs repeat exactly."""
-    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    """A version-4 uid drawn from the simulation's RNG, so runs repeat exactly.
+
+    The same string as ``str(uuid.UUID(int=bits, version=4))``, without its slow constructor.
+    """
+    h = f"{(rng.getrandbits(128) & _VERSION_CLEAR) | _VERSION_SET:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 _second_cache: dict[int, str] = {}
@@ -93,12 +100,29 @@ def edit(obj: Obj, *parts: str) -> Obj:
     return new
 
 
+_requests_cache: dict[int, tuple[Any, Any, tuple[int, int]]] = {}
+
+
 def pod_requests(pod: Obj) -> tuple[int, int]:
     """(milli-cpu, memory bytes) the way the scheduler and kubelet count a pod.
 
     max(sum of app containers, largest init container), as the NodeResourcesFit plugin does.
+    Container lists are shared by every copy of a pod, so the answer is cached on them.
     """
     spec = pod["spec"]
+    containers = spec.get("containers")
+    inits = spec.get("initContainers")
+    hit = _requests_cache.get(id(containers))
+    if hit is not None and hit[0] is containers and hit[1] is inits:
+        return hit[2]
+    result = _pod_requests(spec)
+    if len(_requests_cache) > 65536:
+        _requests_cache.clear()
+    _requests_cache[id(containers)] = (containers, inits, result)
+    return result
+
+
+def _pod_requests(spec: Obj) -> tuple[int, int]:
     cpu = mem = 0
     for c in spec.get("containers", ()):
         req = (c.get("resources") or {}).get("requests") or {}
@@ -212,8 +236,22 @@ def pod(
     return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec}
 
 
+_last_defaulted: list[Obj] = [{}, {}]
+
+
 def add_default_tolerations(spec: Obj) -> Obj:
-    """DefaultTolerationSeconds admission: tolerate not-ready/unreachable for 300 s."""
+    """DefaultTolerationSeconds admission: tolerate not-ready/unreachable for 300 s.
+
+    Controllers hand the same template spec over and over; the last answer is reused.
+    """
+    if spec is _last_defaulted[0]:
+        return _last_defaulted[1]
+    out = _add_default_tolerations(spec)
+    _last_defaulted[0], _last_defaulted[1] = spec, out
+    return out
+
+
+def _add_default_tolerations(spec: Obj) -> Obj:
     tolerations = list(spec.get("tolerations") or ())
     for key in (NOT_READY_TAINT, UNREACHABLE_TAINT):
         probe = {"key": key, "effect": "NoExecute"}

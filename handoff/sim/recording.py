@@ -41,6 +41,7 @@ class Recording:
         self._seq = 0
         self._flush_at: float | None = None
         self._gen = 0
+        self._random = api.loop.rng.random
         self._subs = [api.subscribe(resource, self._handler(resource)) for resource in STREAMS]
         self._started = False
         if bookmark_every:
@@ -66,7 +67,7 @@ class Recording:
     def _push(self, resource: str, type_: str, obj: Obj) -> None:
         loop = self.api.loop
         lo, hi = self.latency
-        observed = loop.now + loop.rng.uniform(lo, hi)
+        observed = loop.now + lo + (hi - lo) * self._random()
         last = self._last[resource]
         if observed < last:
             observed = last
