@@ -112,7 +112,7 @@ def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any
 
 def _sorted_events(pod: PodState) -> list[Any]:
     return sorted(
-        pod.events.values(),
+        pod.events,
         key=lambda e: (e.first if e.first is not None else e.observed, e.reason),
     )
 
@@ -240,29 +240,31 @@ def describe_changes(pod: PodState) -> list[tuple[float, str]]:
     """The pod's watch updates in words: what each one changed."""
     described = []
     before: tuple[Any, ...] = ()
-    for observed, type_, after in pod.changes:
-        described.append((observed, _describe_change(before, after, type_)))
+    for entry in pod.changes:
+        after = entry[1:]
+        described.append((entry[0], _describe_change(before, after)))
         before = after
     return described
 
 
-def _describe_change(before: tuple[Any, ...], after: tuple[Any, ...], type_: str) -> str:
-    if type_ == "DELETED":
-        return "deleted"
+_LABELS = ("nodeName", "phase", "reason", "waiting", "deletionTimestamp", "DisruptionTarget")
+
+
+def _describe_change(before: tuple[Any, ...], after: tuple[Any, ...]) -> str:
     if not before:
         return "first seen" + (f" on node {after[0]}" if after[0] else " without a node")
     parts = []
-    labels = ("nodeName", "phase", "reason", "waiting", "deletionTimestamp", "DisruptionTarget")
-    for label, old, new in zip(labels, before[:6], after[:6], strict=True):
-        if old != new:
-            if label == "nodeName":
-                parts.append(f"nodeName set to {new}")
-            elif label == "deletionTimestamp":
-                parts.append("deletionTimestamp set")
-            elif label == "DisruptionTarget":
-                parts.append(f"DisruptionTarget: {new[0] if new else 'cleared'}")
-            else:
-                parts.append(f"{label}: {old or '-'} → {new or '-'}")
+    for label, old, new in zip(_LABELS, before[:6], after[:6], strict=True):
+        if old == new:
+            continue
+        if label == "nodeName":
+            parts.append(f"nodeName set to {new}")
+        elif label == "deletionTimestamp":
+            parts.append("deletionTimestamp set")
+        elif label == "DisruptionTarget":
+            parts.append(f"DisruptionTarget: {new[0] if new else 'cleared'}")
+        else:
+            parts.append(f"{label}: {old or '-'} → {new or '-'}")
     for index, name in enumerate(v.MILESTONES):
         if after[6] >> index & 1 and not before[6] >> index & 1:
             parts.append(name.replace("_", " "))

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from sys import intern
 from typing import Any
 
 from handoff import verdicts as v
@@ -65,6 +66,7 @@ MAX_CHANGES = 64
 
 @dataclass(slots=True)
 class EventRecord:
+    key: str  # the Event object's uid (or namespace/name): repeats update this record
     reason: str
     type: str
     component: str
@@ -107,10 +109,12 @@ class PodState:
     node_not_ready: float | None = None
     event_waiting: str = ""
     started_event: float | None = None
-    events: dict[str, EventRecord] = field(default_factory=dict)
-    # (observed, watch type, signature): described in words only when shown.
-    changes: list[tuple[float, str, tuple[Any, ...]]] = field(default_factory=list)
-    signature: tuple[Any, ...] = ()
+    # A short list, not a dict: a pod has a handful of Event objects, and a dict
+    # per pod would cost more memory than its records.
+    events: list[EventRecord] = field(default_factory=list)
+    # (observed, node, phase, reason, waiting, deleting, disruption, reached) per
+    # visible change: described in words only when shown.
+    changes: list[tuple[Any, ...]] = field(default_factory=list)
     reached: int = 0  # bit per milestone set
     coarse: int = 0  # bit per milestone whose time is an object's (1 s precision)
     last_change: float = 0.0
@@ -246,7 +250,7 @@ class Timeline:
             self._read_pod(pod, observed, meta, spec, facts, first)
         if type_ == "DELETED":
             pod.mark(DELETED, observed)
-        self._note_changes(pod, observed, type_)
+        self._note_changes(pod, observed)
         return pod
 
     def _pod_for(self, meta: dict[str, Any]) -> PodState:
@@ -287,7 +291,7 @@ class Timeline:
         owners = meta.get("ownerReferences")
         owner = owners[0] if owners.__class__ is list and owners else None
         if owner.__class__ is dict:
-            pod.owner = (str(owner.get("kind", "")), str(owner.get("name", "")))
+            pod.owner = (intern(str(owner.get("kind", ""))), intern(str(owner.get("name", ""))))
         annotations = meta.get("annotations")
         if annotations.__class__ is not dict:
             annotations = {}
@@ -325,9 +329,9 @@ class Timeline:
             pod.saw_unbound = True
         elif not pod.node:
             self._mark_bound(pod, observed, facts)
-        pod.node = node or pod.node
-        pod.phase = facts.phase or pod.phase
-        pod.status_reason = facts.reason
+        pod.node = intern(node) if node else pod.node
+        pod.phase = intern(facts.phase) if facts.phase else pod.phase
+        pod.status_reason = intern(facts.reason)
         pod.status_message = facts.message
         if meta.get("deletionTimestamp") and pod.deletion_requested is None:
             pod.deletion_requested = observed
@@ -336,7 +340,7 @@ class Timeline:
             pod.unschedulable_message = facts.unschedulable_message
         if facts.disruption is not None:
             pod.disruption = facts.disruption
-        pod.waiting = facts.waiting
+        pod.waiting = intern(facts.waiting)
         pod.terminated = facts.terminated or pod.terminated
         if pod.phase in ("Succeeded", "Failed"):
             pod.mark(FINISHED, observed, facts.latest_finish or facts.start)
@@ -375,22 +379,37 @@ class Timeline:
             # only when the pod is first seen already running (a list, a late watch).
             pod.mark(RUNNING, observed, facts.latest_start if first else None)
 
-    def _note_changes(self, pod: PodState, observed: float, type_: str) -> None:
-        signature = (
+    @staticmethod
+    def _note_changes(pod: PodState, observed: float) -> None:
+        changes = pod.changes
+        deleting = pod.deletion_requested is not None
+        if changes:
+            last = changes[-1]
+            if (
+                last[7] == pod.reached
+                and last[1] == pod.node
+                and last[2] == pod.phase
+                and last[3] == pod.status_reason
+                and last[4] == pod.waiting
+                and last[5] == deleting
+                and last[6] == pod.disruption
+            ):
+                return
+        entry = (
+            observed,
             pod.node,
             pod.phase,
             pod.status_reason,
             pod.waiting,
-            pod.deletion_requested is not None,
+            deleting,
             pod.disruption,
             pod.reached,
         )
-        if signature == pod.signature and type_ != "DELETED":
-            return
-        pod.signature = signature
         pod.last_change = observed
-        if len(pod.changes) < MAX_CHANGES:
-            pod.changes.append((observed, type_, signature))
+        if len(changes) < MAX_CHANGES:
+            changes.append(entry)
+        else:
+            changes[-1] = entry  # keep the latest state; the middle of a long history goes
 
     # --------------------------------------------------------------- events
 
@@ -406,23 +425,31 @@ class Timeline:
             self.skipped[f"Event about {facts.kind or 'nothing'}"] += 1
             return None
         pod = self._pod_for_event(facts)
-        record = pod.events.get(facts.key)
+        key = facts.key
+        index = next((i for i, e in enumerate(pod.events) if e.key == key), -1)
+        record = pod.events[index] if index >= 0 else None
         if record is not None and _not_newer(facts, record):
             return None
         first = facts.first
         if record is not None and record.first is not None:
             first = record.first if first is None else min(first, record.first)
-        pod.events[facts.key] = EventRecord(
-            facts.reason,
-            facts.type,
-            facts.component,
-            facts.host,
-            facts.message,
+        # Reasons, sources and routine messages repeat across pods: share them.
+        updated = EventRecord(
+            key,
+            intern(facts.reason),
+            intern(facts.type),
+            intern(facts.component),
+            intern(facts.host),
+            intern(facts.message),
             first,
             facts.last,
             facts.count,
             observed if record is None else record.observed,
         )
+        if record is None:
+            pod.events.append(updated)
+        else:
+            pod.events[index] = updated
         self._event_effects(pod, observed, facts)
         pod.last_change = max(pod.last_change, observed)
         return pod
@@ -725,7 +752,8 @@ def _not_newer(facts: EventFacts, record: EventRecord) -> bool:
 
 def _merge_events(pod: PodState, placeholder: PodState) -> None:
     """Events seen (by name) before their pod: hand their facts to the pod."""
-    pod.events.update(placeholder.events)
+    known = {e.key for e in pod.events}
+    pod.events.extend(e for e in placeholder.events if e.key not in known)
     for index, when in enumerate(placeholder.milestones):
         if when is not None:
             pod.put(index, when, bool(placeholder.coarse & (1 << index)))
