@@ -8,8 +8,11 @@ import pytest
 import yaml
 from celery import Celery
 from celery.app.utils import find_app
-from django.core.management import get_commands
+from django.core.management import get_commands, load_command_class
+from django.core.management.base import CommandError
 from django.utils.module_loading import import_string
+
+from handoff.devstack import SIMULATOR_ARGS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((BASE_DIR / "docker-compose.yml").read_text())
@@ -87,3 +90,23 @@ def test_every_program_is_installed_by_the_requirements():
     for service in HANDOFF_SERVICES:
         program = command(service)[0]
         assert program == "python" or (bin_dir / program).exists() or shutil.which(program)
+
+
+def parses(argv: list[str]) -> bool:
+    """Whether manage.py would accept `argv` (a command and its options)."""
+    app = get_commands()[argv[0]]
+    parser = load_command_class(app, argv[0]).create_parser("manage.py", argv[0])
+    try:
+        parser.parse_args(argv[1:])
+    except CommandError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("service", ["migrate", "simulator"])
+def test_management_command_options_are_accepted(service):
+    assert parses(command(service)[2:])
+
+
+def test_the_demo_starts_the_simulator_with_accepted_options():
+    assert parses(SIMULATOR_ARGS)
