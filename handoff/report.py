@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from handoff import verdicts as v
@@ -21,7 +22,9 @@ _INDEX = {name: index for index, name in enumerate(v.MILESTONES)}
 MAX_ERRORS_LISTED = 100
 
 
+@lru_cache(maxsize=1 << 18)
 def _iso(value: float | None) -> str | None:
+    # The same instants recur in a pod's milestones, stages and changes.
     return None if value is None else format_time(value)
 
 
@@ -86,25 +89,37 @@ def pod_view(
     }
 
 
+_STAGE_SLOTS = tuple(
+    (stage.name, tuple(_INDEX[s] for s in stage.starts), tuple(_INDEX[e] for e in stage.ends))
+    for stage in v.STAGES
+)
+_DELETED = _INDEX["deleted"]
+
+
 def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any]]:
     """The stage bars between milestones; the current one is open and ends at ``now``."""
-    deleted = milestones[_INDEX["deleted"]]
+    deleted = milestones[_DELETED]
     horizon = deleted if deleted is not None else now
     bars = []
-    for stage in v.STAGES:
-        starts = [milestones[_INDEX[s]] for s in stage.starts]
-        start = next((t for t in starts if t is not None), None)
+    for name, starts, ends in _STAGE_SLOTS:
+        start = None
+        for index in starts:
+            if milestones[index] is not None:
+                start = milestones[index]
+                break
         if start is None:
             continue
-        ends = [milestones[_INDEX[e]] for e in stage.ends]
-        end = min((t for t in ends if t is not None and t >= start), default=None)
-        is_open = end is None and deleted is None
+        end = None
+        for index in ends:
+            t = milestones[index]
+            if t is not None and t >= start and (end is None or t < end):
+                end = t
         bars.append(
             {
-                "name": stage.name,
+                "name": name,
                 "start": _iso(start),
                 "end": _iso(end if end is not None else max(horizon, start)),
-                "open": is_open,
+                "open": end is None and deleted is None,
             }
         )
     return bars
@@ -254,7 +269,7 @@ def _describe_change(before: tuple[Any, ...], after: tuple[Any, ...]) -> str:
     if not before:
         return "first seen" + (f" on node {after[0]}" if after[0] else " without a node")
     parts = []
-    for label, old, new in zip(_LABELS, before[:6], after[:6], strict=True):
+    for label, old, new in zip(_LABELS, before, after[:6]):  # noqa: B905 - before is longer
         if old == new:
             continue
         if label == "nodeName":
@@ -265,7 +280,12 @@ def _describe_change(before: tuple[Any, ...], after: tuple[Any, ...]) -> str:
             parts.append(f"DisruptionTarget: {new[0] if new else 'cleared'}")
         else:
             parts.append(f"{label}: {old or '-'} → {new or '-'}")
-    for index, name in enumerate(v.MILESTONES):
-        if after[6] >> index & 1 and not before[6] >> index & 1:
-            parts.append(name.replace("_", " "))
+    new_bits = after[6] & ~before[6]
+    while new_bits:
+        index = (new_bits & -new_bits).bit_length() - 1
+        parts.append(_MILESTONE_WORDS[index])
+        new_bits &= new_bits - 1
     return ", ".join(parts) or "status updated"
+
+
+_MILESTONE_WORDS = tuple(name.replace("_", " ") for name in v.MILESTONES)
