@@ -9,13 +9,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from handoff.sim.cluster import Cluster
 from handoff.sim.objects import Obj
 from handoff.sim.recording import Recording
 from handoff.sim.scenarios import SCENARIOS, Options, Scenario
 from handoff.trace import TraceWriter, format_time
+
+if TYPE_CHECKING:
+    from handoff.sim.server import SimServer
 
 
 @dataclass
@@ -123,3 +126,39 @@ def run(
         len(api.stores["nodes"].objects),
     )
     return cluster, stats
+
+
+def serve(
+    scenario: Scenario,
+    options: Options,
+    address: str,
+    *,
+    speed: float = 1.0,
+    kubeconfig: str | Path | None = None,
+    record: str | Path | None = None,
+    events_group: str = "v1",
+) -> tuple[SimServer, Recording, TraceWriter | None]:
+    """Build the scenario and serve it over HTTP; the caller stops it with ``server.stop()``."""
+    from handoff.sim.server import SimServer
+
+    host, _, port = address.rpartition(":")
+    cluster = scenario.build(options)
+    writer = None
+    if record is not None:
+        writer = TraceWriter(
+            record, cluster=cluster.config.name, source=source_label(scenario, options.seed)
+        )
+
+    def sink(observed: float, type_: str, obj: Obj) -> None:
+        if writer is not None:
+            writer.write(format_time(observed), type_, obj)
+
+    recording = Recording(cluster.api, sink, events_group=events_group)
+    recording.start()
+    server = SimServer(
+        cluster, host or "127.0.0.1", int(port or 0), speed=speed, duration=options.duration
+    )
+    if kubeconfig is not None:
+        server.write_kubeconfig(kubeconfig)
+    server.start()
+    return server, recording, writer

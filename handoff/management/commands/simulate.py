@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handoff.sim import SCENARIOS, Options, find_scenario, run
+from handoff.sim.runner import serve
 
 
 def _speed(text: str) -> float | None:
@@ -49,6 +50,16 @@ class Command(BaseCommand):
         parser.add_argument("--pods", type=int, help="scale: number of pods")
         parser.add_argument("--churn", type=float, help="scale/steady: pods created per second")
         parser.add_argument(
+            "--serve",
+            metavar="HOST:PORT",
+            help="serve the simulated cluster's Kubernetes API here (e.g. 127.0.0.1:8080)",
+        )
+        parser.add_argument(
+            "--kubeconfig",
+            default=".run/sim-kubeconfig",
+            help="with --serve: where to write a kubeconfig for it (default .run/sim-kubeconfig)",
+        )
+        parser.add_argument(
             "--events-api",
             choices=("v1", "events.k8s.io/v1"),
             default="v1",
@@ -71,7 +82,10 @@ class Command(BaseCommand):
             file=options["file"],
         )
         # SIGTERM stops the run cleanly, so the recording is flushed and closed.
-        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        signal.signal(signal.SIGTERM, _interrupt)
+        if options["serve"]:
+            self._serve(scenario, opts, options, speed_text)
+            return
         _, stats = run(
             scenario,
             opts,
@@ -83,3 +97,38 @@ class Command(BaseCommand):
         if options["record"]:
             self.stdout.write(f"trace written to {options['record']}")
         sys.stdout.flush()
+
+    def _serve(self, scenario: Any, opts: Options, options: dict[str, Any], speed: str) -> None:
+        speed_value = _speed(speed if options["speed"] else "1")
+        if speed_value is None:
+            raise CommandError("--serve needs a numeric --speed (virtual time follows the clock)")
+        try:
+            server, recording, writer = serve(
+                scenario,
+                opts,
+                options["serve"],
+                speed=speed_value,
+                kubeconfig=options["kubeconfig"],
+                record=options["record"],
+                events_group=options["events_api"],
+            )
+        except OSError as exc:
+            raise CommandError(f"cannot listen on {options['serve']}: {exc}") from exc
+        self.stdout.write(f"serving {scenario.name} at {server.address}")
+        self.stdout.write(f"kubeconfig: {options['kubeconfig']}")
+        sys.stdout.flush()
+        try:
+            while not server.stopping.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
+            with server.lock:
+                recording.drain()
+                if writer is not None:
+                    writer.close()
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,696 @@
+"""The simulated cluster over HTTP: enough of the Kubernetes API for clients and kubectl.
+
+Discovery (/version, /api, /apis), list and watch of pods, nodes and events (core/v1 and
+events.k8s.io/v1), get/create/delete of pods. The simulation runs in its own thread, paced
+against the wall clock; every request takes the same lock, so handlers see a consistent
+store. Watches are fed by store subscriptions through a queue per connection.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+
+from handoff.sim.apiserver import ApiError, APIServer
+from handoff.sim.cluster import Cluster
+from handoff.sim.events import EVENTS_GROUP, view
+from handoff.sim.objects import Obj, parse_stamp
+from handoff.sim.selectors import FieldSelector, LabelSelector
+
+VERSION = {
+    "major": "1",
+    "minor": "33",
+    "gitVersion": "v1.33.1-handoff-sim",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.24.3",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+RESOURCES: dict[str, list[Obj]] = {
+    "v1": [
+        {
+            "name": "pods",
+            "singularName": "pod",
+            "namespaced": True,
+            "kind": "Pod",
+            "verbs": ["create", "delete", "get", "list", "watch"],
+            "shortNames": ["po"],
+            "categories": ["all"],
+        },
+        {
+            "name": "nodes",
+            "singularName": "node",
+            "namespaced": False,
+            "kind": "Node",
+            "verbs": ["get", "list", "watch"],
+            "shortNames": ["no"],
+        },
+        {
+            "name": "events",
+            "singularName": "event",
+            "namespaced": True,
+            "kind": "Event",
+            "verbs": ["get", "list", "watch"],
+            "shortNames": ["ev"],
+        },
+    ],
+    EVENTS_GROUP: [
+        {
+            "name": "events",
+            "singularName": "event",
+            "namespaced": True,
+            "kind": "Event",
+            "verbs": ["get", "list", "watch"],
+            "shortNames": ["ev"],
+        },
+    ],
+}
+# Just enough OpenAPI v3 for kubectl to see that pods accept server-side field validation,
+# so `kubectl apply` validates through the server instead of downloading schemas.
+_VALIDATION = [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}]
+_POD_GVK = {"group": "", "version": "v1", "kind": "Pod"}
+OPENAPI_V1 = {
+    "openapi": "3.0.0",
+    "info": {"title": "Kubernetes", "version": "v1.33.1"},
+    "paths": {
+        "/api/v1/namespaces/{namespace}/pods": {
+            "post": {
+                "parameters": _VALIDATION,
+                "x-kubernetes-action": "post",
+                "x-kubernetes-group-version-kind": _POD_GVK,
+            },
+        },
+        "/api/v1/namespaces/{namespace}/pods/{name}": {
+            "patch": {
+                "parameters": _VALIDATION,
+                "x-kubernetes-action": "patch",
+                "x-kubernetes-group-version-kind": _POD_GVK,
+            },
+        },
+    },
+    "components": {"schemas": {}},
+}
+LIST_KINDS = {"pods": "PodList", "nodes": "NodeList", "events": "EventList"}
+TABLE = "as=Table"
+
+
+@dataclass
+class Route:
+    group: str  # "v1" or "events.k8s.io/v1"
+    resource: str
+    namespace: str | None
+    name: str | None
+    watch_path: bool = False
+
+
+def parse_path(path: str) -> Route | None:
+    """/api/v1/[watch/][namespaces/NS/]RESOURCE[/NAME] and /apis/events.k8s.io/v1/..."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        group, rest = "v1", parts[2:]
+    elif parts[:3] == ["apis", "events.k8s.io", "v1"]:
+        group, rest = EVENTS_GROUP, parts[3:]
+    else:
+        return None
+    watch_path = bool(rest) and rest[0] == "watch"
+    if watch_path:
+        rest = rest[1:]
+    namespace = None
+    if len(rest) >= 2 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 2:
+        return None
+    resource = rest[0]
+    if resource not in {r["name"] for r in RESOURCES[group]}:
+        return None
+    return Route(group, resource, namespace, rest[1] if len(rest) == 2 else None, watch_path)
+
+
+@dataclass
+class Watcher:
+    route: Route
+    fields: FieldSelector
+    labels: LabelSelector
+    bookmarks: bool
+    events: queue.Queue[tuple[str, Obj] | None] = field(default_factory=queue.Queue)
+
+
+class SimServer:
+    """Owns the simulation thread, the lock and the HTTP server."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        speed: float = 1.0,
+        bookmark_every: float = 60.0,
+        duration: float | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.api: APIServer = cluster.api
+        self.lock = threading.RLock()
+        self.speed = speed
+        self.duration = duration
+        self.stopping = threading.Event()
+        self.watchers: list[Watcher] = []
+        self.httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self.httpd.daemon_threads = True
+        self.cluster.loop.every(bookmark_every, self._bookmark)
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def address(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> None:
+        for target in (self._simulate, self.httpd.serve_forever):
+            thread = threading.Thread(target=target, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        with self.lock:
+            for watcher in self.watchers:
+                watcher.events.put(None)
+
+    def _simulate(self) -> None:
+        """Advance virtual time in step with the wall clock (times ``speed``)."""
+        loop = self.cluster.loop
+        wall0, virtual0 = time.monotonic(), loop.elapsed
+        while not self.stopping.is_set():
+            target = virtual0 + (time.monotonic() - wall0) * self.speed
+            if self.duration is not None:
+                target = min(target, self.duration)
+            with self.lock:
+                loop.run(until=target)
+            self.stopping.wait(0.01)
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        name = self.cluster.config.name
+        path.write_text(
+            "apiVersion: v1\nkind: Config\n"
+            f"clusters:\n- name: {name}\n  cluster:\n    server: {self.address}\n"
+            f"users:\n- name: {name}\n  user:\n    token: handoff-sim\n"
+            f"contexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: {name}\n"
+            "    namespace: default\n"
+            f"current-context: {name}\n"
+        )
+        return path
+
+    # --- list and watch --------------------------------------------------------------------
+
+    def list(self, route: Route, fields: FieldSelector, labels: LabelSelector) -> Obj:
+        with self.lock:
+            items, rv = self.api.list(route.resource, route.namespace)
+            items = [self._out(route, o) for o in items if _matches(o, fields, labels, route)]
+        version = "v1" if route.group == "v1" else EVENTS_GROUP
+        return {
+            "kind": LIST_KINDS[route.resource],
+            "apiVersion": version,
+            "metadata": {"resourceVersion": str(rv)},
+            "items": [_itemless(o) for o in items],
+        }
+
+    def _out(self, route: Route, obj: Obj) -> Obj:
+        return view(obj, route.group) if route.resource == "events" else obj
+
+    def watch(
+        self,
+        route: Route,
+        fields: FieldSelector,
+        labels: LabelSelector,
+        since: str | None,
+        bookmarks: bool,
+        initial_events: bool,
+    ) -> Iterator[tuple[str, Obj]]:
+        """Events for one watch request; the first may be an ERROR (410)."""
+        watcher = Watcher(route, fields, labels, bookmarks)
+
+        def handle(type_: str, obj: Obj) -> None:
+            if _matches(obj, fields, labels, route):
+                watcher.events.put((type_, self._out(route, obj)))
+
+        with self.lock:
+            backlog: list[tuple[str, Obj]] = []
+            if initial_events or since in (None, "", "0"):
+                items, rv = self.api.list(route.resource, route.namespace)
+                backlog = [
+                    ("ADDED", self._out(route, o))
+                    for o in items
+                    if _matches(o, fields, labels, route)
+                ]
+                if initial_events and bookmarks:
+                    backlog.append(("BOOKMARK", _bookmark(route, rv, initial_end=True)))
+            else:
+                try:
+                    changes = self.api.history_since(route.resource, int(since))
+                except (ApiError, ValueError) as exc:
+                    error = (
+                        exc
+                        if isinstance(exc, ApiError)
+                        else ApiError(400, "BadRequest", f"invalid resourceVersion {since!r}")
+                    )
+                    yield "ERROR", error.status()
+                    return
+                backlog = [
+                    (c.type, self._out(route, c.obj))
+                    for c in changes
+                    if _matches(c.obj, fields, labels, route)
+                ]
+            sub = self.api.subscribe(route.resource, handle, namespace=route.namespace)
+            self.watchers.append(watcher)
+        try:
+            yield from backlog
+            while not self.stopping.is_set():
+                try:
+                    item = watcher.events.get(timeout=0.5)
+                except queue.Empty:
+                    yield "", {}  # a heartbeat so the handler can notice timeouts
+                    continue
+                if item is None:
+                    return
+                yield item
+        finally:
+            with self.lock:
+                self.api.unsubscribe(sub)
+                if watcher in self.watchers:
+                    self.watchers.remove(watcher)
+
+    def _bookmark(self) -> None:
+        rv = self.api.rv
+        for watcher in self.watchers:
+            if watcher.bookmarks:
+                watcher.events.put(("BOOKMARK", _bookmark(watcher.route, rv)))
+
+    # --- pods ------------------------------------------------------------------------------
+
+    def get(self, route: Route) -> Obj:
+        with self.lock:
+            return self._out(
+                route, self.api.get(route.resource, route.namespace or "", route.name or "")
+            )
+
+    def create_pod(self, namespace: str, body: Obj) -> Obj:
+        if body.get("kind", "Pod") != "Pod" or not isinstance(body.get("spec"), dict):
+            raise ApiError(400, "BadRequest", "the body must be a Pod with a spec")
+        meta = dict(body.get("metadata") or {})
+        if meta.get("namespace", namespace) != namespace:
+            raise ApiError(
+                400,
+                "BadRequest",
+                "the namespace of the provided object does not match the namespace "
+                "sent on the request",
+            )
+        meta["namespace"] = namespace
+        if not meta.get("name") and not meta.get("generateName"):
+            raise ApiError(422, "Invalid", "Pod is invalid: metadata.name: Required value")
+        pod = {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": body["spec"]}
+        with self.lock:
+            return self.api.create("pods", pod)
+
+    def delete_pod(self, namespace: str, name: str, grace: int | None) -> Obj:
+        with self.lock:
+            return self.api.delete("pods", namespace, name, grace)
+
+
+def _itemless(obj: Obj) -> Obj:
+    """List items carry no kind/apiVersion, as the API server returns them."""
+    return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+
+
+def _bookmark(route: Route, rv: int, initial_end: bool = False) -> Obj:
+    kind = {"pods": "Pod", "nodes": "Node", "events": "Event"}[route.resource]
+    meta: Obj = {"resourceVersion": str(rv)}
+    if initial_end:
+        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return {"kind": kind, "apiVersion": route.group, "metadata": meta}
+
+
+def _matches(obj: Obj, fields: FieldSelector, labels: LabelSelector, route: Route) -> bool:
+    meta = obj["metadata"]
+    if route.namespace is not None and meta.get("namespace") != route.namespace:
+        return False
+    if route.name is not None and meta.get("name") != route.name:
+        return False
+    return fields.matches(obj) and labels.matches(meta.get("labels") or {})
+
+
+# --- tables (kubectl get asks for server-side printing) ---------------------------------------
+
+POD_COLUMNS = [
+    ("Name", "string", 0),
+    ("Ready", "string", 0),
+    ("Status", "string", 0),
+    ("Restarts", "string", 0),
+    ("Age", "string", 0),
+    ("IP", "string", 1),
+    ("Node", "string", 1),
+    ("Nominated Node", "string", 1),
+    ("Readiness Gates", "string", 1),
+]
+NODE_COLUMNS = [
+    ("Name", "string", 0),
+    ("Status", "string", 0),
+    ("Roles", "string", 0),
+    ("Age", "string", 0),
+    ("Version", "string", 0),
+]
+EVENT_COLUMNS = [
+    ("Last Seen", "string", 0),
+    ("Type", "string", 0),
+    ("Reason", "string", 0),
+    ("Object", "string", 0),
+    ("Message", "string", 0),
+]
+
+
+def table(route: Route, objs: list[Obj], rv: str, now: float) -> Obj:
+    columns, cells = {
+        "pods": (POD_COLUMNS, _pod_cells),
+        "nodes": (NODE_COLUMNS, _node_cells),
+        "events": (EVENT_COLUMNS, _event_cells),
+    }[route.resource]
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": rv},
+        "columnDefinitions": [
+            {
+                "name": n,
+                "type": t,
+                "format": "name" if n == "Name" else "",
+                "description": n,
+                "priority": p,
+            }
+            for n, t, p in columns
+        ],
+        "rows": [{"cells": cells(o, now), "object": o} for o in objs],
+    }
+
+
+def age(stamp_text: str | None, now: float) -> str:
+    if not stamp_text:
+        return "<unknown>"
+    seconds = max(0, int(now - parse_stamp(stamp_text)))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60}s" if seconds < 600 else f"{seconds // 60}m"
+    hours = seconds // 3600
+    return f"{hours}h{(seconds % 3600) // 60}m" if hours < 8 else f"{hours}h"
+
+
+def pod_status_column(pod: Obj) -> str:
+    """The STATUS column of kubectl get pods (printPod in pkg/printers/internalversion)."""
+    status = pod.get("status") or {}
+    reason = status.get("reason") or status.get("phase") or "Unknown"
+    for c in status.get("initContainerStatuses") or ():
+        state = c.get("state") or {}
+        if state.get("terminated", {}).get("exitCode", 1) == 0:
+            continue
+        waiting = state.get("waiting", {}).get("reason")
+        reason = f"Init:{waiting}" if waiting and waiting != "PodInitializing" else reason
+        if waiting:
+            break
+    for c in status.get("containerStatuses") or ():
+        state = c.get("state") or {}
+        if state.get("waiting", {}).get("reason"):
+            reason = state["waiting"]["reason"]
+        elif state.get("terminated", {}).get("reason"):
+            reason = state["terminated"]["reason"]
+    if pod["metadata"].get("deletionTimestamp"):
+        reason = "Terminating"
+    return reason
+
+
+def _pod_cells(pod: Obj, now: float) -> list[Any]:
+    status = pod.get("status") or {}
+    statuses = status.get("containerStatuses") or []
+    total = len(pod["spec"].get("containers") or ())
+    ready = sum(1 for c in statuses if c.get("ready"))
+    restarts = sum(c.get("restartCount", 0) for c in statuses)
+    return [
+        pod["metadata"]["name"],
+        f"{ready}/{total}",
+        pod_status_column(pod),
+        str(restarts),
+        age(pod["metadata"].get("creationTimestamp"), now),
+        status.get("podIP", "<none>"),
+        pod["spec"].get("nodeName", "<none>"),
+        "<none>",
+        "<none>",
+    ]
+
+
+def _node_cells(node: Obj, now: float) -> list[Any]:
+    ready = next((c for c in node["status"].get("conditions") or () if c["type"] == "Ready"), None)
+    status = "Ready" if ready and ready["status"] == "True" else "NotReady"
+    if node["spec"].get("unschedulable"):
+        status += ",SchedulingDisabled"
+    roles = sorted(
+        k.split("/", 1)[1]
+        for k in node["metadata"].get("labels") or {}
+        if k.startswith("node-role.kubernetes.io/")
+    )
+    return [
+        node["metadata"]["name"],
+        status,
+        ",".join(roles) or "<none>",
+        age(node["metadata"].get("creationTimestamp"), now),
+        node["status"].get("nodeInfo", {}).get("kubeletVersion", ""),
+    ]
+
+
+def _event_cells(event: Obj, now: float) -> list[Any]:
+    ref = event.get("involvedObject") or event.get("regarding") or {}
+    last = event.get("lastTimestamp") or event.get("deprecatedLastTimestamp")
+    when = last or (event.get("eventTime") or "")[:19] + "Z"
+    return [
+        age(when, now),
+        event.get("type", ""),
+        event.get("reason", ""),
+        f"{ref.get('kind', '').lower()}/{ref.get('name', '')}",
+        event.get("message", event.get("note", "")),
+    ]
+
+
+# --- HTTP ------------------------------------------------------------------------------------
+
+
+def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def do_GET(self) -> None:
+            self._dispatch(self._get)
+
+        def do_POST(self) -> None:
+            self._dispatch(self._post)
+
+        def do_DELETE(self) -> None:
+            self._dispatch(self._delete)
+
+        def _dispatch(self, fn: Callable[[str, dict[str, str]], None]) -> None:
+            url = urlsplit(self.path)
+            params = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            try:
+                fn(url.path, params)
+            except ApiError as err:
+                self._json(err.code, err.status())
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            except Exception as exc:
+                error = ApiError(500, "InternalError", f"simulator error: {exc!r}")
+                self._json(500, error.status())
+
+        def _body(self) -> Obj:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b"{}"
+            try:
+                body = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise ApiError(400, "BadRequest", f"the body is not JSON: {exc}") from exc
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "the body must be a JSON object")
+            return body
+
+        def _json(self, code: int, obj: Obj) -> None:
+            data = orjson.dumps(obj)
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _wants_table(self) -> bool:
+            return TABLE in (self.headers.get("Accept") or "")
+
+        def _get(self, path: str, params: dict[str, str]) -> None:
+            fixed = {
+                "/version": VERSION,
+                "/api": {
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [
+                        {"clientCIDR": "0.0.0.0/0", "serverAddress": server.address.split("//")[1]}
+                    ],
+                },
+                "/apis": {
+                    "kind": "APIGroupList",
+                    "apiVersion": "v1",
+                    "groups": [
+                        {
+                            "name": "events.k8s.io",
+                            "versions": [{"groupVersion": EVENTS_GROUP, "version": "v1"}],
+                            "preferredVersion": {"groupVersion": EVENTS_GROUP, "version": "v1"},
+                        }
+                    ],
+                },
+                "/api/v1": {
+                    "kind": "APIResourceList",
+                    "groupVersion": "v1",
+                    "resources": RESOURCES["v1"],
+                },
+                "/apis/events.k8s.io/v1": {
+                    "kind": "APIResourceList",
+                    "apiVersion": "v1",
+                    "groupVersion": EVENTS_GROUP,
+                    "resources": RESOURCES[EVENTS_GROUP],
+                },
+                "/healthz": None,
+                "/readyz": None,
+                "/livez": None,
+                "/openapi/v3": {
+                    "paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=sim"}}
+                },
+                "/openapi/v3/api/v1": OPENAPI_V1,
+            }
+            if path.rstrip("/") in fixed or path in fixed:
+                body = fixed.get(path.rstrip("/") or path)
+                if body is None:
+                    self._text(200, b"ok")
+                else:
+                    self._json(200, body)
+                return
+            route = parse_path(path)
+            if route is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            fields = FieldSelector.parse(params.get("fieldSelector", ""))
+            labels = LabelSelector.parse(params.get("labelSelector", ""))
+            if route.watch_path or params.get("watch") in ("1", "true", "True"):
+                self._stream(route, fields, labels, params)
+            elif route.name is not None:
+                obj = server.get(route)
+                if self._wants_table():
+                    self._json(
+                        200,
+                        table(route, [obj], obj["metadata"]["resourceVersion"], server.cluster.now),
+                    )
+                else:
+                    self._json(200, obj)
+            else:
+                listed = server.list(route, fields, labels)
+                if self._wants_table():
+                    objs = [
+                        dict(o, kind=_kind(route), apiVersion=route.group) for o in listed["items"]
+                    ]
+                    self._json(
+                        200,
+                        table(
+                            route, objs, listed["metadata"]["resourceVersion"], server.cluster.now
+                        ),
+                    )
+                else:
+                    self._json(200, listed)
+
+        def _text(self, code: int, data: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(
+            self, route: Route, fields: FieldSelector, labels: LabelSelector, params: dict[str, str]
+        ) -> None:
+            timeout = float(params.get("timeoutSeconds") or 1800)
+            deadline = time.monotonic() + timeout
+            as_table = self._wants_table()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            events = server.watch(
+                route,
+                fields,
+                labels,
+                params.get("resourceVersion"),
+                params.get("allowWatchBookmarks") in ("1", "true", "True"),
+                params.get("sendInitialEvents") in ("1", "true", "True"),
+            )
+            try:
+                for type_, obj in events:
+                    if time.monotonic() > deadline:
+                        break
+                    if not type_:
+                        continue
+                    if as_table and type_ in ("ADDED", "MODIFIED", "DELETED"):
+                        obj = table(
+                            route, [obj], obj["metadata"]["resourceVersion"], server.cluster.now
+                        )
+                    self._chunk(orjson.dumps({"type": type_, "object": obj}) + b"\n")
+                    if type_ == "ERROR":
+                        break
+            finally:
+                events.close()
+            self._chunk(b"")
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def _post(self, path: str, params: dict[str, str]) -> None:
+            route = parse_path(path)
+            if route is None or route.resource != "pods" or route.name or not route.namespace:
+                raise ApiError(405, "MethodNotAllowed", "only pods can be created")
+            created = server.create_pod(route.namespace, self._body())
+            self._json(201, created)
+
+        def _delete(self, path: str, params: dict[str, str]) -> None:
+            route = parse_path(path)
+            if route is None or route.resource != "pods" or not route.name or not route.namespace:
+                raise ApiError(405, "MethodNotAllowed", "only pods can be deleted")
+            body = self._body()
+            grace = body.get("gracePeriodSeconds", params.get("gracePeriodSeconds"))
+            result = server.delete_pod(
+                route.namespace, route.name, None if grace is None else int(grace)
+            )
+            self._json(200, result)
+
+    return Handler
+
+
+def _kind(route: Route) -> str:
+    return {"pods": "Pod", "nodes": "Node", "events": "Event"}[route.resource]
