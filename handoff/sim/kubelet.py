@@ -285,8 +285,13 @@ class Kubelet:
 
     def _deliver(self, type_: str, pod: Obj) -> None:
         ps = self.pods.get(pod["metadata"]["uid"])
-        if ps is not None and ps.pod is pod:
-            return  # an adopted pod's own ADDED: nothing new to learn
+        if ps is not None:
+            if ps.pod is pod:
+                return  # an adopted pod's own ADDED: nothing new to learn
+            if type_ == "MODIFIED" and (
+                ps.terminating or not pod["metadata"].get("deletionTimestamp")
+            ):
+                return  # its own status writes coming back: the pod worker already knows
         # One watch stream: events arrive in resourceVersion order, whatever their latency.
         when = max(self._delivered, self.loop.now + self.loop.uniform(self.t.watch))
         self._delivered = when

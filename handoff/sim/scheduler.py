@@ -133,8 +133,16 @@ class Scheduler:
 
     def _deliver_pod(self, type_: str, pod: Obj) -> None:
         spec = pod["spec"]
-        if not spec.get("nodeName") and spec.get("schedulerName") != self.name:
-            return
+        if not spec.get("nodeName"):
+            if spec.get("schedulerName") != self.name:
+                return
+        elif (
+            type_ == "MODIFIED"
+            and pod["metadata"]["uid"] in self.cache
+            and pod["metadata"]["uid"] not in self.assumed
+            and pod["status"].get("phase") not in ("Succeeded", "Failed")
+        ):
+            return  # a status change of a pod already counted: nothing for the cache
         self.loop.call_at(self._arrival("pods"), self._on_pod, type_, pod)
 
     def _deliver_node(self, type_: str, node: Obj) -> None:

@@ -103,3 +103,43 @@ def test_the_simulate_command_records_a_trace(tmp_path: Path) -> None:
     )
     head = gzip.decompress(out.read_bytes()).splitlines()[0]
     assert orjson.loads(head)["source"] == "simulator:manual-scheduling:seed=2"
+
+
+def test_steady_shows_a_healthy_cluster_with_a_few_failures(tmp_path: Path) -> None:
+    path = _record(tmp_path, "steady", duration=3600)
+    report = fold_trace(path)
+    verdicts = report["summary"]["verdicts"]
+    healthy = verdicts["running"] + verdicts["succeeded"] + verdicts["deleted"]
+    troubled = sum(verdicts[v] for v in ("stuck", "rejected", "podgc-deleted", "evicted"))
+    assert healthy > 100
+    assert 0 < troubled < healthy * 0.25
+
+
+def test_scale_starts_full_and_turns_pods_over(tmp_path: Path) -> None:
+    _, stats = run(
+        find_scenario("scale", None),
+        Options(seed=1, nodes=20, pods=600, churn=10, duration=30),
+        record=tmp_path / "scale.jsonl",
+    )
+    assert stats.nodes == 20
+    assert 600 <= stats.pods <= 620
+    assert stats.lines > 600 + 20 + 29 * 10 * 8
+
+
+def test_it_can_record_events_through_events_k8s_io(tmp_path: Path) -> None:
+    path = tmp_path / "ev.jsonl"
+    run(
+        find_scenario("manual-scheduling", None),
+        Options(seed=1, duration=40),
+        record=path,
+        events_group="events.k8s.io/v1",
+    )
+    events = [
+        orjson.loads(line)["object"]
+        for line in path.read_bytes().splitlines()[1:]
+        if b'"kind":"Event"' in line and b'"BOOKMARK"' not in line
+    ]
+    assert events
+    assert all(e["apiVersion"] == "events.k8s.io/v1" for e in events)
+    kubelet = next(e for e in events if e["reportingController"] == "kubelet")
+    assert kubelet["deprecatedSource"]["component"] == "kubelet"
