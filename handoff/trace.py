@@ -143,7 +143,7 @@ class TraceReader:
         number = 0
         loads, kinds, types = orjson.loads, self.kinds, WATCH_TYPES
         try:
-            for number, raw in enumerate(stream, 1):  # noqa: B007 - read after the loop
+            for number, raw in enumerate(stream, 1):
                 try:
                     record = loads(raw) if len(raw) <= MAX_LINE_BYTES else None
                 except orjson.JSONDecodeError:
