@@ -335,14 +335,38 @@ class NodeSim:
                 "capacity": resources,
                 "allocatable": dict(resources),
                 "conditions": [
-                    self._cond("MemoryPressure", "False", beat, born, "KubeletHasSufficientMemory",
-                               "kubelet has sufficient memory available"),
-                    self._cond("DiskPressure", "False", beat, born, "KubeletHasNoDiskPressure",
-                               "kubelet has no disk pressure"),
-                    self._cond("PIDPressure", "False", beat, born, "KubeletHasSufficientPID",
-                               "kubelet has sufficient PID available"),
-                    self._cond("Ready", "True", beat, born + 21 * SECOND, "KubeletReady",
-                               "kubelet is posting ready status"),
+                    self._cond(
+                        "MemoryPressure",
+                        "False",
+                        beat,
+                        born,
+                        "KubeletHasSufficientMemory",
+                        "kubelet has sufficient memory available",
+                    ),
+                    self._cond(
+                        "DiskPressure",
+                        "False",
+                        beat,
+                        born,
+                        "KubeletHasNoDiskPressure",
+                        "kubelet has no disk pressure",
+                    ),
+                    self._cond(
+                        "PIDPressure",
+                        "False",
+                        beat,
+                        born,
+                        "KubeletHasSufficientPID",
+                        "kubelet has sufficient PID available",
+                    ),
+                    self._cond(
+                        "Ready",
+                        "True",
+                        beat,
+                        born + 21 * SECOND,
+                        "KubeletReady",
+                        "kubelet is posting ready status",
+                    ),
                 ],
                 "addresses": [
                     {"type": "InternalIP", "address": self.ip},
@@ -609,14 +633,28 @@ class PodSim:
 
     def _emit(self, rel: float, type_: str = "MODIFIED", *, lat_ms=None, reveals=None) -> int:
         return self.tr.emit(
-            rel, "pods", type_, self.obj, lat_ms=lat_ms,
+            rel,
+            "pods",
+            type_,
+            self.obj,
+            lat_ms=lat_ms,
             reveals={self.key: reveals} if reveals else None,
         )
 
     def _set_status(self, **fields: Any) -> None:
         order = (
-            "phase", "conditions", "message", "reason", "nominatedNodeName", "hostIP", "hostIPs",
-            "podIP", "podIPs", "startTime", "initContainerStatuses", "containerStatuses",
+            "phase",
+            "conditions",
+            "message",
+            "reason",
+            "nominatedNodeName",
+            "hostIP",
+            "hostIPs",
+            "podIP",
+            "podIPs",
+            "startTime",
+            "initContainerStatuses",
+            "containerStatuses",
             "qosClass",
         )
         merged = {**self.status, **fields}
@@ -634,8 +672,14 @@ class PodSim:
             c["message"] = message
         return c
 
-    def _cstatus(self, c: dict[str, Any], state: dict[str, Any], ready: bool, started: bool,
-                 running_image: bool) -> dict[str, Any]:
+    def _cstatus(
+        self,
+        c: dict[str, Any],
+        state: dict[str, Any],
+        ready: bool,
+        started: bool,
+        running_image: bool,
+    ) -> dict[str, Any]:
         s: dict[str, Any] = {
             "name": c["name"],
             "state": state,
@@ -645,7 +689,8 @@ class PodSim:
             "image": full_image(c["image"]) if running_image else c["image"],
             "imageID": (
                 f"{full_image(c['image']).rsplit(':', 1)[0]}@sha256:{det_hex(64, c['image'])}"
-                if running_image else ""
+                if running_image
+                else ""
             ),
         }
         if running_image:
@@ -680,7 +725,9 @@ class PodSim:
 
     def unschedulable(self, rel: float, message: str, **kw) -> int:
         at = self.tr.us(rel)
-        self._set_status(conditions=[self._cond("PodScheduled", "False", at, "Unschedulable", message)])
+        self._set_status(
+            conditions=[self._cond("PodScheduled", "False", at, "Unschedulable", message)]
+        )
         return self._emit(rel, **kw)
 
     def bind(self, rel: float, node: str, **kw) -> int:
@@ -697,13 +744,17 @@ class PodSim:
         """The kubelet's first status write: startTime, hostIP, its conditions."""
         at = self.tr.us(rel)
         node = self.tr.nodes[self.node]
-        sched = next((c for c in self.status.get("conditions", []) if c["type"] == "PodScheduled"), None)
+        sched = next(
+            (c for c in self.status.get("conditions", []) if c["type"] == "PodScheduled"), None
+        )
         conds = [
             self._cond("PodReadyToStartContainers", "True" if sandbox else "False", at),
             self._cond("Initialized", "True", at),
             self._cond("Ready", "False", at, "ContainersNotReady", self._unready()),
             self._cond("ContainersReady", "False", at, "ContainersNotReady", self._unready()),
-            sched if sched and sched["status"] == "True" else self._cond("PodScheduled", "True", at),
+            sched
+            if sched and sched["status"] == "True"
+            else self._cond("PodScheduled", "True", at),
         ]
         fields: dict[str, Any] = {
             "conditions": conds,
@@ -732,7 +783,9 @@ class PodSim:
         node = self.tr.nodes[self.node]
         ip = node.pod_ip()
         conds = [
-            self._cond("PodReadyToStartContainers", "True", at) if c["type"] == "PodReadyToStartContainers" else c
+            self._cond("PodReadyToStartContainers", "True", at)
+            if c["type"] == "PodReadyToStartContainers"
+            else c
             for c in self.status["conditions"]
         ]
         self._set_status(conditions=conds, podIP=ip, podIPs=[{"ip": ip}])
@@ -744,12 +797,15 @@ class PodSim:
             state["message"] = message
         self._set_status(
             containerStatuses=[
-                self._cstatus(c, {"waiting": dict(state)}, False, False, False) for c in self.containers
+                self._cstatus(c, {"waiting": dict(state)}, False, False, False)
+                for c in self.containers
             ]
         )
         return self._emit(rel, **kw)
 
-    def run(self, rel: float, started: dict[str, float] | None = None, ready: bool = True, **kw) -> int:
+    def run(
+        self, rel: float, started: dict[str, float] | None = None, ready: bool = True, **kw
+    ) -> int:
         """Phase Running; every container running (startedAt given per container or ``rel``)."""
         at = self.tr.us(rel)
         for c in self.containers:
@@ -764,7 +820,9 @@ class PodSim:
             phase="Running",
             conditions=conds,
             containerStatuses=[
-                self._cstatus(c, {"running": {"startedAt": ts(self.started[c["name"]])}}, ready, True, True)
+                self._cstatus(
+                    c, {"running": {"startedAt": ts(self.started[c["name"]])}}, ready, True, True
+                )
                 for c in self.containers
             ],
         )
@@ -776,8 +834,9 @@ class PodSim:
             facts["ready"] = floor_s(at)
         return self._emit(rel, reveals=facts, **kw)
 
-    def terminate(self, rel: float, exit_codes: dict[str, int], *, sandbox_gone: bool = True,
-                  **kw) -> int:
+    def terminate(
+        self, rel: float, exit_codes: dict[str, int], *, sandbox_gone: bool = True, **kw
+    ) -> int:
         """All containers ended; phase Succeeded when every exit code is 0, else Failed."""
         at = self.tr.us(rel)
         ok = all(code == 0 for code in exit_codes.values())
@@ -799,8 +858,11 @@ class PodSim:
             if c["type"] == "PodReadyToStartContainers" and sandbox_gone:
                 conds.append(self._cond(c["type"], "False", at))
             elif c["type"] in ("Ready", "ContainersReady"):
-                conds.append(self._cond(c["type"], "False", at, reason, keep=False)
-                             if c["status"] == "True" or c.get("reason") != reason else c)
+                conds.append(
+                    self._cond(c["type"], "False", at, reason, keep=False)
+                    if c["status"] == "True" or c.get("reason") != reason
+                    else c
+                )
             else:
                 conds.append(c)
         self._set_status(phase=phase, conditions=conds, containerStatuses=statuses)
@@ -816,12 +878,10 @@ class PodSim:
             "startTime": ts(at),
             "qosClass": self.qos,
         }
-        return self._emit(
-            rel, reveals={"kubelet_ack": floor_s(at), "rejected": floor_s(at)}, **kw
-        )
+        return self._emit(rel, reveals={"kubelet_ack": floor_s(at), "rejected": floor_s(at)}, **kw)
 
     def add_condition(self, rel: float, cond: dict[str, Any], **kw) -> int:
-        self._set_status(conditions=self.status.get("conditions", []) + [cond])
+        self._set_status(conditions=[*self.status.get("conditions", []), cond])
         return self._emit(rel, **kw)
 
     def mark_deleting(self, rel: float, grace: int = 30, **kw) -> int:
@@ -847,16 +907,50 @@ class PodSim:
 
 
 CONTAINER_ORDER = (
-    "name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources",
-    "resizePolicy", "restartPolicy", "volumeMounts", "volumeDevices", "livenessProbe",
-    "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
-    "terminationMessagePolicy", "imagePullPolicy", "securityContext",
+    "name",
+    "image",
+    "command",
+    "args",
+    "workingDir",
+    "ports",
+    "envFrom",
+    "env",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "volumeMounts",
+    "volumeDevices",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "imagePullPolicy",
+    "securityContext",
 )
 SPEC_ORDER = (
-    "volumes", "initContainers", "containers", "restartPolicy", "terminationGracePeriodSeconds",
-    "activeDeadlineSeconds", "dnsPolicy", "nodeSelector", "serviceAccountName", "serviceAccount",
-    "nodeName", "hostNetwork", "securityContext", "hostname", "subdomain", "affinity",
-    "schedulerName", "tolerations", "priorityClassName", "priority", "enableServiceLinks",
+    "volumes",
+    "initContainers",
+    "containers",
+    "restartPolicy",
+    "terminationGracePeriodSeconds",
+    "activeDeadlineSeconds",
+    "dnsPolicy",
+    "nodeSelector",
+    "serviceAccountName",
+    "serviceAccount",
+    "nodeName",
+    "hostNetwork",
+    "securityContext",
+    "hostname",
+    "subdomain",
+    "affinity",
+    "schedulerName",
+    "tolerations",
+    "priorityClassName",
+    "priority",
+    "enableServiceLinks",
     "preemptionPolicy",
 )
 
@@ -870,9 +964,20 @@ def _ordered(d: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
 
 def _reorder_meta(meta: dict[str, Any]) -> dict[str, Any]:
     order = (
-        "name", "generateName", "namespace", "uid", "resourceVersion", "generation",
-        "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-        "annotations", "ownerReferences", "finalizers", "managedFields",
+        "name",
+        "generateName",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
     )
     return {k: meta[k] for k in order if k in meta}
 
@@ -939,7 +1044,10 @@ class EventSim:
         ri = (self.host or "") if legacy else (self.instance or "")
         series = None
         if self.series:
-            series = {"count": self.series["count"], "lastObservedTime": fmt_us(self.series["last"])}
+            series = {
+                "count": self.series["count"],
+                "lastObservedTime": fmt_us(self.series["last"]),
+            }
         if self.api == "core":
             ev: dict[str, Any] = {
                 "kind": "Event",
@@ -963,8 +1071,12 @@ class EventSim:
             ev["reportingComponent"] = rc
             ev["reportingInstance"] = ri
             return ev
-        ev = {"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": meta,
-              "eventTime": None if legacy else fmt_us(self.at)}
+        ev = {
+            "kind": "Event",
+            "apiVersion": "events.k8s.io/v1",
+            "metadata": meta,
+            "eventTime": None if legacy else fmt_us(self.at),
+        }
         if series:
             ev["series"] = series
         ev["reportingController"] = rc
@@ -984,12 +1096,15 @@ class EventSim:
 
     def _emit(self, rel: float, type_: str, lat_ms, reveals, not_before=None) -> int:
         obj = self.render()
-        obs = self.tr.emit(rel, "events", type_, obj, lat_ms=lat_ms, reveals=reveals,
-                           not_before=not_before)
+        obs = self.tr.emit(
+            rel, "events", type_, obj, lat_ms=lat_ms, reveals=reveals, not_before=not_before
+        )
         self.rv = obj["metadata"]["resourceVersion"]
         return obs
 
-    def post(self, *, lat_ms: float | None = None, reveals=None, not_before: int | None = None) -> int:
+    def post(
+        self, *, lat_ms: float | None = None, reveals=None, not_before: int | None = None
+    ) -> int:
         return self._emit((self.at - self.tr.t0) / SECOND, "ADDED", lat_ms, reveals, not_before)
 
     def repeat(self, rel: float, *, lat_ms: float | None = None) -> int:
@@ -1008,34 +1123,87 @@ class EventSim:
         return obj
 
 
-def kubelet_event(tr: Trace, rel: float, pod: PodSim, reason: str, message: str, *,
-                  type_: str = "Normal", field: str | None = None, api: str = "core",
-                  ack: bool = True, lat_ms: float | None = None, post: bool = True) -> EventSim:
-    ev = EventSim(tr, rel, pod.ref(field), reason, message, type_=type_, api=api,
-                  component="kubelet", host=pod.node)
+def kubelet_event(
+    tr: Trace,
+    rel: float,
+    pod: PodSim,
+    reason: str,
+    message: str,
+    *,
+    type_: str = "Normal",
+    field: str | None = None,
+    api: str = "core",
+    ack: bool = True,
+    lat_ms: float | None = None,
+    post: bool = True,
+) -> EventSim:
+    ev = EventSim(
+        tr,
+        rel,
+        pod.ref(field),
+        reason,
+        message,
+        type_=type_,
+        api=api,
+        component="kubelet",
+        host=pod.node,
+    )
     if post:
         facts = {pod.key: {"kubelet_ack": floor_s(ev.at)}} if ack else None
         ev.post(lat_ms=lat_ms, reveals=facts)
     return ev
 
 
-def scheduled_event(tr: Trace, rel: float, pod: PodSim, node: str, *, api: str = "events",
-                    ref: dict[str, Any] | None = None, lat_ms: float | None = None,
-                    after: int | None = None) -> EventSim:
+def scheduled_event(
+    tr: Trace,
+    rel: float,
+    pod: PodSim,
+    node: str,
+    *,
+    api: str = "events",
+    ref: dict[str, Any] | None = None,
+    lat_ms: float | None = None,
+    after: int | None = None,
+) -> EventSim:
     """The scheduler's Scheduled event; ``after``: observed after the binding's MODIFIED."""
-    ev = EventSim(tr, rel, ref or pod.ref(), "Scheduled",
-                  f"Successfully assigned {pod.ns}/{pod.name} to {node}",
-                  recorder="new", api=api, component="default-scheduler", action="Binding",
-                  instance="default-scheduler-control-plane")
+    ev = EventSim(
+        tr,
+        rel,
+        ref or pod.ref(),
+        "Scheduled",
+        f"Successfully assigned {pod.ns}/{pod.name} to {node}",
+        recorder="new",
+        api=api,
+        component="default-scheduler",
+        action="Binding",
+        instance="default-scheduler-control-plane",
+    )
     ev.post(lat_ms=lat_ms, reveals={pod.key: {"bound": ev.at}}, not_before=after)
     return ev
 
 
-def failed_scheduling(tr: Trace, rel: float, pod: PodSim, message: str, *, api: str = "events",
-                      lat_ms: float | None = None) -> EventSim:
-    ev = EventSim(tr, rel, pod.ref(), "FailedScheduling", message, type_="Warning",
-                  recorder="new", api=api, component="default-scheduler", action="Scheduling",
-                  instance="default-scheduler-control-plane")
+def failed_scheduling(
+    tr: Trace,
+    rel: float,
+    pod: PodSim,
+    message: str,
+    *,
+    api: str = "events",
+    lat_ms: float | None = None,
+) -> EventSim:
+    ev = EventSim(
+        tr,
+        rel,
+        pod.ref(),
+        "FailedScheduling",
+        message,
+        type_="Warning",
+        recorder="new",
+        api=api,
+        component="default-scheduler",
+        action="Scheduling",
+        instance="default-scheduler-control-plane",
+    )
     ev.post(lat_ms=lat_ms)
     return ev
 
@@ -1044,8 +1212,16 @@ def c_field(pod: PodSim, name: str | None = None) -> str:
     return f"spec.containers{{{name or pod.containers[0]['name']}}}"
 
 
-def start_containers(tr: Trace, pod: PodSim, rel: float, *, pulled: str | None = None,
-                     pull_s: float = 0.0, api: str = "core", size: int = 20033248) -> float:
+def start_containers(
+    tr: Trace,
+    pod: PodSim,
+    rel: float,
+    *,
+    pulled: str | None = None,
+    pull_s: float = 0.0,
+    api: str = "core",
+    size: int = 20033248,
+) -> float:
     """Pulling/Pulled/Created/Started kubelet events per container; returns the last start time."""
     t = rel
     for c in pod.containers:
@@ -1055,14 +1231,25 @@ def start_containers(tr: Trace, pod: PodSim, rel: float, *, pulled: str | None =
             kubelet_event(tr, t, pod, "Pulling", f'Pulling image "{image}"', field=f, api=api)
             t += pull_s
             kubelet_event(
-                tr, t, pod, "Pulled",
+                tr,
+                t,
+                pod,
+                "Pulled",
                 f'Successfully pulled image "{image}" in {pull_s:.3f}s ({pull_s:.3f}s including waiting).'
                 f" Image size: {size} bytes.",
-                field=f, api=api,
+                field=f,
+                api=api,
             )
         else:
-            kubelet_event(tr, t, pod, "Pulled", f'Container image "{image}" already present on machine',
-                          field=f, api=api)
+            kubelet_event(
+                tr,
+                t,
+                pod,
+                "Pulled",
+                f'Container image "{image}" already present on machine',
+                field=f,
+                api=api,
+            )
         t += 0.041
         kubelet_event(tr, t, pod, "Created", f"Created container: {c['name']}", field=f, api=api)
         t += 0.187
@@ -1071,8 +1258,14 @@ def start_containers(tr: Trace, pod: PodSim, rel: float, *, pulled: str | None =
     return t
 
 
-def bookmark(tr: Trace, rel_obs: float, kind: str = "Pod", api: str = "v1",
-             annotations: dict[str, str] | None = None, stream: str = "pods") -> None:
+def bookmark(
+    tr: Trace,
+    rel_obs: float,
+    kind: str = "Pod",
+    api: str = "v1",
+    annotations: dict[str, str] | None = None,
+    stream: str = "pods",
+) -> None:
     meta: dict[str, Any] = {"resourceVersion": str(tr.rv), "creationTimestamp": None}
     if annotations:
         meta["annotations"] = annotations
@@ -1097,8 +1290,13 @@ def expired(tr: Trace, rel_obs: float, old_rv: int, stream: str = "pods") -> Non
 
 
 def cluster_nodes(tr: Trace, names=("worker-1", "worker-3"), **kw) -> dict[str, NodeSim]:
-    cp = NodeSim(tr, "control-plane", 1, control_plane=True, taints=[
-        {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}])
+    cp = NodeSim(
+        tr,
+        "control-plane",
+        1,
+        control_plane=True,
+        taints=[{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}],
+    )
     out = {"control-plane": cp}
     for i, name in enumerate(names):
         out[name] = NodeSim(tr, name, 2 + i, **kw.get(name, {}))
@@ -1108,14 +1306,28 @@ def cluster_nodes(tr: Trace, names=("worker-1", "worker-3"), **kw) -> dict[str, 
 
 
 def rs_owner(tr: Trace, name: str) -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
-            "uid": det_uid(tr.cluster, "rs", name), "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": name,
+        "uid": det_uid(tr.cluster, "rs", name),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def rs_pod(tr: Trace, ns: str, rs: str, app: str, hash_: str, containers, **kw) -> PodSim:
     name = f"{rs}-{det_suffix(5, tr.cluster, rs, kw.pop('salt', ''))}"
-    return PodSim(tr, ns, name, containers, generate_name=f"{rs}-", owner=rs_owner(tr, rs),
-                  labels={"app": app, "pod-template-hash": hash_}, **kw)
+    return PodSim(
+        tr,
+        ns,
+        name,
+        containers,
+        generate_name=f"{rs}-",
+        owner=rs_owner(tr, rs),
+        labels={"app": app, "pod-template-hash": hash_},
+        **kw,
+    )
 
 
 NGINX = "nginx:1.27.3"
@@ -1131,8 +1343,16 @@ def trace(file: str, cluster: str, start_min: int, about: str) -> Trace:
     return tr
 
 
-def normal_pod_run(tr: Trace, pod: PodSim, rel: float, node: str, *, sched_api="events",
-                   event_api="core", pull_s=1.4) -> float:
+def normal_pod_run(
+    tr: Trace,
+    pod: PodSim,
+    rel: float,
+    node: str,
+    *,
+    sched_api="events",
+    event_api="core",
+    pull_s=1.4,
+) -> float:
     """Scheduler binds at rel; kubelet acks, sandbox, pulls, starts; returns when Running."""
     obs = pod.bind(rel, node)
     scheduled_event(tr, rel + 0.004, pod, node, api=sched_api, after=obs)
@@ -1144,39 +1364,89 @@ def normal_pod_run(tr: Trace, pod: PodSim, rel: float, node: str, *, sched_api="
 
 
 def s01_scheduled_running() -> None:
-    tr = trace("scheduled-running.jsonl", "kind-handoff", 0,
-               "Normal scheduler path: Scheduled (events.k8s.io/v1), kubelet Pulling/Pulled/Created/"
-               "Started (core/v1), two pods on two nodes, both Running.")
+    tr = trace(
+        "scheduled-running.jsonl",
+        "kind-handoff",
+        0,
+        "Normal scheduler path: Scheduled (events.k8s.io/v1), kubelet Pulling/Pulled/Created/"
+        "Started (core/v1), two pods on two nodes, both Running.",
+    )
     cluster_nodes(tr)
-    web = rs_pod(tr, "default", "web-6c9f8b7d5", "web", "6c9f8b7d5",
-                 [container("nginx", NGINX, requests={"cpu": "100m", "memory": "64Mi"}, ports=[80])])
+    web = rs_pod(
+        tr,
+        "default",
+        "web-6c9f8b7d5",
+        "web",
+        "6c9f8b7d5",
+        [container("nginx", NGINX, requests={"cpu": "100m", "memory": "64Mi"}, ports=[80])],
+    )
     web.create(1.214)
-    api = PodSim(tr, "shop", "cart-api", [
-        container("api", "ghcr.io/example/cart-api:2.8.1",
-                  requests={"cpu": "250m", "memory": "256Mi"}, limits={"cpu": "250m", "memory": "256Mi"},
-                  ports=[8080]),
-        container("envoy", "envoyproxy/envoy:v1.32.3", requests={"cpu": "50m", "memory": "64Mi"},
-                  limits={"cpu": "50m", "memory": "64Mi"}),
-    ], labels={"app": "cart-api"})
+    api = PodSim(
+        tr,
+        "shop",
+        "cart-api",
+        [
+            container(
+                "api",
+                "ghcr.io/example/cart-api:2.8.1",
+                requests={"cpu": "250m", "memory": "256Mi"},
+                limits={"cpu": "250m", "memory": "256Mi"},
+                ports=[8080],
+            ),
+            container(
+                "envoy",
+                "envoyproxy/envoy:v1.32.3",
+                requests={"cpu": "50m", "memory": "64Mi"},
+                limits={"cpu": "50m", "memory": "64Mi"},
+            ),
+        ],
+        labels={"app": "cart-api"},
+    )
     normal_pod_run(tr, web, 1.236, "worker-1", pull_s=1.433)
     api.create(6.150)
     normal_pod_run(tr, api, 6.180, "worker-3", pull_s=2.871)
-    keys = ("created", "bound", "kubelet_ack", "admitted", "sandbox_ready", "initialized", "running",
-            "ready", "rejected", "finished", "deleted")
+    keys = (
+        "created",
+        "bound",
+        "kubelet_ack",
+        "admitted",
+        "sandbox_ready",
+        "initialized",
+        "running",
+        "ready",
+        "rejected",
+        "finished",
+        "deleted",
+    )
     tr.expect(web, "running", "scheduler", reason=None, milestones=keys)
     tr.expect(api, "running", "scheduler", reason=None, milestones=keys)
 
 
 def s02_core_events() -> None:
-    tr = trace("scheduled-running-core-events.jsonl", "kind-handoff", 10,
-               "Scheduler path with every Event in core/v1 shape (the scheduler's events read "
-               "through v1: empty source, firstTimestamp null, eventTime set). The kubelet's "
-               "Pulling event is observed before the Pod MODIFIED with its first status "
-               "(startTime), and Started before the Pod shows Running.")
+    tr = trace(
+        "scheduled-running-core-events.jsonl",
+        "kind-handoff",
+        10,
+        "Scheduler path with every Event in core/v1 shape (the scheduler's events read "
+        "through v1: empty source, firstTimestamp null, eventTime set). The kubelet's "
+        "Pulling event is observed before the Pod MODIFIED with its first status "
+        "(startTime), and Started before the Pod shows Running.",
+    )
     cluster_nodes(tr)
-    pod = PodSim(tr, "default", "checkout", [
-        container("checkout", "ghcr.io/example/checkout:1.4.0", requests={"cpu": "200m", "memory": "128Mi"},
-                  ports=[8080])], labels={"app": "checkout"})
+    pod = PodSim(
+        tr,
+        "default",
+        "checkout",
+        [
+            container(
+                "checkout",
+                "ghcr.io/example/checkout:1.4.0",
+                requests={"cpu": "200m", "memory": "128Mi"},
+                ports=[8080],
+            )
+        ],
+        labels={"app": "checkout"},
+    )
     pod.create(0.702)
     obs = pod.bind(0.731, "worker-3")
     scheduled_event(tr, 0.735, pod, "worker-3", api="core", after=obs)
@@ -1186,60 +1456,125 @@ def s02_core_events() -> None:
     # the Pulling event: kubelet_ack is that coarse second, on purpose.
     tr.allow_late = True
     pod.ack(0.790, lat_ms=900)
-    kubelet_event(tr, 1.402, pod, "Pulling", 'Pulling image "ghcr.io/example/checkout:1.4.0"',
-                  field=c_field(pod), lat_ms=8)
+    kubelet_event(
+        tr,
+        1.402,
+        pod,
+        "Pulling",
+        'Pulling image "ghcr.io/example/checkout:1.4.0"',
+        field=c_field(pod),
+        lat_ms=8,
+    )
     pod.sandbox(1.405, lat_ms=30)
-    kubelet_event(tr, 4.011, pod, "Pulled",
-                  'Successfully pulled image "ghcr.io/example/checkout:1.4.0" in 2.609s '
-                  "(2.609s including waiting). Image size: 48311022 bytes.", field=c_field(pod))
+    kubelet_event(
+        tr,
+        4.011,
+        pod,
+        "Pulled",
+        'Successfully pulled image "ghcr.io/example/checkout:1.4.0" in 2.609s '
+        "(2.609s including waiting). Image size: 48311022 bytes.",
+        field=c_field(pod),
+    )
     kubelet_event(tr, 4.050, pod, "Created", "Created container: checkout", field=c_field(pod))
-    kubelet_event(tr, 4.236, pod, "Started", "Started container checkout", field=c_field(pod), lat_ms=9)
+    kubelet_event(
+        tr, 4.236, pod, "Started", "Started container checkout", field=c_field(pod), lat_ms=9
+    )
     pod.run(4.240, started={"checkout": 4.23}, lat_ms=420)
-    tr.expect(pod, "running", "scheduler", reason=None,
-              milestones=("created", "bound", "kubelet_ack", "sandbox_ready", "running", "ready",
-                          "deleted"))
+    tr.expect(
+        pod,
+        "running",
+        "scheduler",
+        reason=None,
+        milestones=(
+            "created",
+            "bound",
+            "kubelet_ack",
+            "sandbox_ready",
+            "running",
+            "ready",
+            "deleted",
+        ),
+    )
 
 
 def s03_unscheduled() -> None:
-    tr = trace("unscheduled.jsonl", "kind-handoff", 20,
-               "Three pods the scheduler cannot place: FailedScheduling with the real message "
-               "format, PodScheduled=False/Unschedulable, repeats as events.k8s.io series "
-               "(MODIFIED, series.count 2), as the core/v1 read of a series, and as a legacy "
-               "core/v1 count++ from a secondary scheduler (batch-scheduler).")
+    tr = trace(
+        "unscheduled.jsonl",
+        "kind-handoff",
+        20,
+        "Three pods the scheduler cannot place: FailedScheduling with the real message "
+        "format, PodScheduled=False/Unschedulable, repeats as events.k8s.io series "
+        "(MODIFIED, series.count 2), as the core/v1 read of a series, and as a legacy "
+        "core/v1 count++ from a secondary scheduler (batch-scheduler).",
+    )
     cluster_nodes(tr)
-    big = PodSim(tr, "analytics", "big-batch", [
-        container("spark", "apache/spark:3.5.4", requests={"cpu": "8", "memory": "4Gi"})],
-        labels={"app": "big-batch"})
-    msg_big = ("0/3 nodes are available: 1 node(s) had untolerated taint "
-               "{node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu. preemption: 0/3 nodes "
-               "are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims "
-               "found for incoming pod.")
+    big = PodSim(
+        tr,
+        "analytics",
+        "big-batch",
+        [container("spark", "apache/spark:3.5.4", requests={"cpu": "8", "memory": "4Gi"})],
+        labels={"app": "big-batch"},
+    )
+    msg_big = (
+        "0/3 nodes are available: 1 node(s) had untolerated taint "
+        "{node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu. preemption: 0/3 nodes "
+        "are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims "
+        "found for incoming pod."
+    )
     big.create(0.811)
     ev_big = failed_scheduling(tr, 0.829, big, msg_big, api="events")
     big.unschedulable(0.832, msg_big)
 
-    rep = PodSim(tr, "reports", "reports-0", [
-        container("renderer", "ghcr.io/example/report-renderer:0.9.2",
-                  requests={"cpu": "500m", "memory": "512Mi"})],
-        labels={"app": "reports"}, node_selector={"dedicated": "reports"})
-    msg_rep = ("0/3 nodes are available: 1 node(s) had untolerated taint "
-               "{node-role.kubernetes.io/control-plane: }, 2 node(s) didn't match Pod's node "
-               "affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful "
-               "for scheduling.")
+    rep = PodSim(
+        tr,
+        "reports",
+        "reports-0",
+        [
+            container(
+                "renderer",
+                "ghcr.io/example/report-renderer:0.9.2",
+                requests={"cpu": "500m", "memory": "512Mi"},
+            )
+        ],
+        labels={"app": "reports"},
+        node_selector={"dedicated": "reports"},
+    )
+    msg_rep = (
+        "0/3 nodes are available: 1 node(s) had untolerated taint "
+        "{node-role.kubernetes.io/control-plane: }, 2 node(s) didn't match Pod's node "
+        "affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful "
+        "for scheduling."
+    )
     rep.create(3.120)
     ev_rep = failed_scheduling(tr, 3.131, rep, msg_rep, api="core")
     rep.unschedulable(3.134, msg_rep)
 
-    etl = PodSim(tr, "analytics", "nightly-etl", [
-        container("etl", "ghcr.io/example/etl:5.0.0", requests={"cpu": "6", "memory": "24Gi"})],
-        labels={"app": "nightly-etl"}, scheduler="batch-scheduler")
-    msg_etl = ("0/3 nodes are available: 1 node(s) had untolerated taint "
-               "{node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu, 2 Insufficient memory. "
-               "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
-               "2 No preemption victims found for incoming pod.")
+    etl = PodSim(
+        tr,
+        "analytics",
+        "nightly-etl",
+        [container("etl", "ghcr.io/example/etl:5.0.0", requests={"cpu": "6", "memory": "24Gi"})],
+        labels={"app": "nightly-etl"},
+        scheduler="batch-scheduler",
+    )
+    msg_etl = (
+        "0/3 nodes are available: 1 node(s) had untolerated taint "
+        "{node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu, 2 Insufficient memory. "
+        "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "2 No preemption victims found for incoming pod."
+    )
     etl.create(5.402)
-    ev_etl = EventSim(tr, 5.418, etl.ref(), "FailedScheduling", msg_etl, type_="Warning",
-                      recorder="legacy", api="core", component="batch-scheduler")
+    ev_etl = EventSim(
+        tr,
+        5.418,
+        etl.ref(),
+        "FailedScheduling",
+        msg_etl,
+        type_="Warning",
+        recorder="legacy",
+        api="core",
+        component="batch-scheduler",
+    )
     ev_etl.post()
     etl.unschedulable(5.421, msg_etl)
 
@@ -1251,83 +1586,165 @@ def s03_unscheduled() -> None:
     ev_etl.repeat(30.120)
     ev_etl.repeat(61.305)
     # New recorder: later repeats only update its cache (sent every 30 min), nothing on the wire.
-    kw = dict(milestones=("created", "bound", "kubelet_ack", "running", "deleted"))
+    kw = {"milestones": ("created", "bound", "kubelet_ack", "running", "deleted")}
     tr.expect(big, "unscheduled", None, reason="Unschedulable", **kw)
     tr.expect(rep, "unscheduled", None, reason="Unschedulable", **kw)
     tr.expect(etl, "unscheduled", None, reason="Unschedulable", **kw)
 
 
 def background_running(tr: Trace, rel: float, node: str, name: str) -> PodSim:
-    pod = rs_pod(tr, "default", f"{name}-5d8f7c9b6", name, "5d8f7c9b6",
-                 [container(name, NGINX, requests={"cpu": "50m", "memory": "32Mi"})], salt=name)
+    pod = rs_pod(
+        tr,
+        "default",
+        f"{name}-5d8f7c9b6",
+        name,
+        "5d8f7c9b6",
+        [container(name, NGINX, requests={"cpu": "50m", "memory": "32Mi"})],
+        salt=name,
+    )
     pod.create(rel)
     normal_pod_run(tr, pod, rel + 0.021, node, pull_s=0)
     return pod
 
 
 def s04_awaiting_kubelet() -> None:
-    tr = trace("awaiting-kubelet.jsonl", "kind-handoff", 30,
-               "A pod bound 20 s before the end of the trace, its node Ready, no sign of the "
-               "kubelet yet. Another pod runs normally meanwhile and ends the trace.")
+    tr = trace(
+        "awaiting-kubelet.jsonl",
+        "kind-handoff",
+        30,
+        "A pod bound 20 s before the end of the trace, its node Ready, no sign of the "
+        "kubelet yet. Another pod runs normally meanwhile and ends the trace.",
+    )
     cluster_nodes(tr)
     other = background_running(tr, 2.0, "worker-1", "frontend")
-    pod = PodSim(tr, "default", "api-7", [container("api", "ghcr.io/example/api:7.0.2",
-                 requests={"cpu": "100m", "memory": "128Mi"})], labels={"app": "api"})
+    pod = PodSim(
+        tr,
+        "default",
+        "api-7",
+        [
+            container(
+                "api", "ghcr.io/example/api:7.0.2", requests={"cpu": "100m", "memory": "128Mi"}
+            )
+        ],
+        labels={"app": "api"},
+    )
     pod.create(14.902)
     obs = pod.bind(14.930, "worker-3")
     scheduled_event(tr, 14.933, pod, "worker-3", after=obs)
     late = background_running(tr, 31.5, "worker-1", "metrics")
-    kubelet_event(tr, 34.92, late, "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503",
-                  type_="Warning", field=c_field(late))
-    tr.expect(pod, "awaiting-kubelet", "scheduler",
-              milestones=("created", "bound", "kubelet_ack", "admitted", "running", "deleted"))
+    kubelet_event(
+        tr,
+        34.92,
+        late,
+        "Unhealthy",
+        "Readiness probe failed: HTTP probe failed with statuscode: 503",
+        type_="Warning",
+        field=c_field(late),
+    )
+    tr.expect(
+        pod,
+        "awaiting-kubelet",
+        "scheduler",
+        milestones=("created", "bound", "kubelet_ack", "admitted", "running", "deleted"),
+    )
     tr.expect(other, "running", "scheduler", reason=None, milestones=("running",))
 
 
 def s05_stuck_kubelet_silent() -> None:
-    tr = trace("stuck-kubelet-silent.jsonl", "kind-handoff", 40,
-               "Bound 90 s before the end to worker-3, which exists and stays Ready, but the "
-               "kubelet never writes status or an event for the pod (e.g. a wedged pod worker).")
+    tr = trace(
+        "stuck-kubelet-silent.jsonl",
+        "kind-handoff",
+        40,
+        "Bound 90 s before the end to worker-3, which exists and stays Ready, but the "
+        "kubelet never writes status or an event for the pod (e.g. a wedged pod worker).",
+    )
     cluster_nodes(tr)
-    pod = rs_pod(tr, "ingest", "ingest-7f6d5c4b3", "ingest", "7f6d5c4b3",
-                 [container("ingest", "ghcr.io/example/ingest:3.2.0", requests={"cpu": "300m", "memory": "256Mi"})])
+    pod = rs_pod(
+        tr,
+        "ingest",
+        "ingest-7f6d5c4b3",
+        "ingest",
+        "7f6d5c4b3",
+        [
+            container(
+                "ingest",
+                "ghcr.io/example/ingest:3.2.0",
+                requests={"cpu": "300m", "memory": "256Mi"},
+            )
+        ],
+    )
     pod.create(3.310)
     obs = pod.bind(3.338, "worker-3")
     scheduled_event(tr, 3.342, pod, "worker-3", after=obs)
     other = background_running(tr, 45.0, "worker-1", "search")
-    kubelet_event(tr, 93.5, other, "Unhealthy", "Liveness probe failed: Get \"http://10.244.2.6:80/healthz\": "
-                  "context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
-                  type_="Warning", field=c_field(other))
-    tr.expect(pod, "stuck", "scheduler", reason="kubelet-silent",
-              milestones=("created", "bound", "kubelet_ack", "admitted", "running", "deleted"))
+    kubelet_event(
+        tr,
+        93.5,
+        other,
+        "Unhealthy",
+        'Liveness probe failed: Get "http://10.244.2.6:80/healthz": '
+        "context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
+        type_="Warning",
+        field=c_field(other),
+    )
+    tr.expect(
+        pod,
+        "stuck",
+        "scheduler",
+        reason="kubelet-silent",
+        milestones=("created", "bound", "kubelet_ack", "admitted", "running", "deleted"),
+    )
 
 
 def s06_stuck_image_pull() -> None:
-    tr = trace("stuck-image-pull.jsonl", "kind-handoff", 50,
-               "Kubelet admitted the pod, sandbox ready, image pull fails: ErrImagePull then "
-               "ImagePullBackOff; Failed/BackOff/Pulling events repeat (core/v1 count++). Ends "
-               "95 s after binding, in ImagePullBackOff.")
+    tr = trace(
+        "stuck-image-pull.jsonl",
+        "kind-handoff",
+        50,
+        "Kubelet admitted the pod, sandbox ready, image pull fails: ErrImagePull then "
+        "ImagePullBackOff; Failed/BackOff/Pulling events repeat (core/v1 count++). Ends "
+        "95 s after binding, in ImagePullBackOff.",
+    )
     cluster_nodes(tr)
     image = "registry.example.com/payments/worker:v2.3.9"
-    pod = PodSim(tr, "payments", "payments-worker", [container("worker", image,
-                 requests={"cpu": "200m", "memory": "256Mi"})], labels={"app": "payments-worker"})
+    pod = PodSim(
+        tr,
+        "payments",
+        "payments-worker",
+        [container("worker", image, requests={"cpu": "200m", "memory": "256Mi"})],
+        labels={"app": "payments-worker"},
+    )
     pod.create(1.100)
     obs = pod.bind(1.124, "worker-1")
     scheduled_event(tr, 1.127, pod, "worker-1", after=obs)
     pod.ack(1.180)
     pod.sandbox(2.021)
     f = c_field(pod)
-    err = (f'failed to pull and unpack image "{image}": failed to resolve reference "{image}": '
-           f"{image}: not found")
+    err = (
+        f'failed to pull and unpack image "{image}": failed to resolve reference "{image}": '
+        f"{image}: not found"
+    )
     pulling = kubelet_event(tr, 2.090, pod, "Pulling", f'Pulling image "{image}"', field=f)
-    failed = kubelet_event(tr, 2.611, pod, "Failed",
-                           f'Failed to pull image "{image}": rpc error: code = NotFound desc = {err}',
-                           type_="Warning", field=f)
-    err_pull = kubelet_event(tr, 2.612, pod, "Failed", "Error: ErrImagePull", type_="Warning", field=f)
+    failed = kubelet_event(
+        tr,
+        2.611,
+        pod,
+        "Failed",
+        f'Failed to pull image "{image}": rpc error: code = NotFound desc = {err}',
+        type_="Warning",
+        field=f,
+    )
+    err_pull = kubelet_event(
+        tr, 2.612, pod, "Failed", "Error: ErrImagePull", type_="Warning", field=f
+    )
     pod.waiting(2.640, "ErrImagePull", f"rpc error: code = NotFound desc = {err}")
     backoff = kubelet_event(tr, 3.402, pod, "BackOff", f'Back-off pulling image "{image}"', field=f)
-    err_back = kubelet_event(tr, 3.403, pod, "Failed", "Error: ImagePullBackOff", type_="Warning", field=f)
-    bo_msg = f'Back-off pulling image "{image}": ErrImagePull: rpc error: code = NotFound desc = {err}'
+    err_back = kubelet_event(
+        tr, 3.403, pod, "Failed", "Error: ImagePullBackOff", type_="Warning", field=f
+    )
+    bo_msg = (
+        f'Back-off pulling image "{image}": ErrImagePull: rpc error: code = NotFound desc = {err}'
+    )
     pod.waiting(3.430, "ImagePullBackOff", bo_msg)
     t = 3.4
     for delay in (10, 20, 40):
@@ -1341,32 +1758,76 @@ def s06_stuck_image_pull() -> None:
         pod.waiting(t + 1.93, "ImagePullBackOff", bo_msg)
     backoff.repeat(96.2)
     err_back.repeat(96.201)
-    tr.expect(pod, "stuck", "scheduler", reason="ImagePullBackOff",
-              milestones=("created", "bound", "kubelet_ack", "admitted", "sandbox_ready", "running",
-                          "ready", "deleted"))
+    tr.expect(
+        pod,
+        "stuck",
+        "scheduler",
+        reason="ImagePullBackOff",
+        milestones=(
+            "created",
+            "bound",
+            "kubelet_ack",
+            "admitted",
+            "sandbox_ready",
+            "running",
+            "ready",
+            "deleted",
+        ),
+    )
 
 
 def s07_starting() -> None:
-    tr = trace("starting.jsonl", "kind-handoff", 60,
-               "Admitted, sandbox ready, still pulling a large image (ContainerCreating) 25 s "
-               "after binding. The watcher reads Events through events.k8s.io/v1 here, so the "
-               "kubelet's events have deprecatedSource/deprecatedCount and eventTime null.")
+    tr = trace(
+        "starting.jsonl",
+        "kind-handoff",
+        60,
+        "Admitted, sandbox ready, still pulling a large image (ContainerCreating) 25 s "
+        "after binding. The watcher reads Events through events.k8s.io/v1 here, so the "
+        "kubelet's events have deprecatedSource/deprecatedCount and eventTime null.",
+    )
     cluster_nodes(tr)
     image = "nvcr.io/nvidia/pytorch:25.01-py3"
-    pod = PodSim(tr, "ml", "trainer-0", [container("trainer", image,
-                 requests={"cpu": "1", "memory": "2Gi"})], labels={"app": "trainer"})
+    pod = PodSim(
+        tr,
+        "ml",
+        "trainer-0",
+        [container("trainer", image, requests={"cpu": "1", "memory": "2Gi"})],
+        labels={"app": "trainer"},
+    )
     pod.create(0.400)
     obs = pod.bind(0.427, "worker-3")
     scheduled_event(tr, 0.431, pod, "worker-3", api="events", after=obs)
     pod.ack(0.488)
     pod.sandbox(1.310)
-    kubelet_event(tr, 1.377, pod, "Pulling", f'Pulling image "{image}"', field=c_field(pod), api="events")
+    kubelet_event(
+        tr, 1.377, pod, "Pulling", f'Pulling image "{image}"', field=c_field(pod), api="events"
+    )
     other = background_running(tr, 12.0, "worker-1", "docs")
-    kubelet_event(tr, 25.43, other, "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 500",
-                  type_="Warning", field=c_field(other), api="events")
-    tr.expect(pod, "starting", "scheduler",
-              milestones=("created", "bound", "kubelet_ack", "admitted", "sandbox_ready", "running",
-                          "ready", "deleted"))
+    kubelet_event(
+        tr,
+        25.43,
+        other,
+        "Unhealthy",
+        "Readiness probe failed: HTTP probe failed with statuscode: 500",
+        type_="Warning",
+        field=c_field(other),
+        api="events",
+    )
+    tr.expect(
+        pod,
+        "starting",
+        "scheduler",
+        milestones=(
+            "created",
+            "bound",
+            "kubelet_ack",
+            "admitted",
+            "sandbox_ready",
+            "running",
+            "ready",
+            "deleted",
+        ),
+    )
 
 
 def rejected_trace(file: str, start: int, about: str, pods: list[tuple], extra=None) -> Trace:
@@ -1377,87 +1838,221 @@ def rejected_trace(file: str, start: int, about: str, pods: list[tuple], extra=N
     for name, cont, kw, rel, reason, message in pods:
         pod = PodSim(tr, "default", name, [cont], node="worker-1", **kw)
         pod.create(rel)
-        ev = EventSim(tr, rel + 0.034, pod.ref(), reason, message, type_="Warning",
-                      component="kubelet", host="worker-1")
+        ev = EventSim(
+            tr,
+            rel + 0.034,
+            pod.ref(),
+            reason,
+            message,
+            type_="Warning",
+            component="kubelet",
+            host="worker-1",
+        )
         pod.reject(rel + 0.031, reason, message, lat_ms=7)
         ev.post(lat_ms=38, reveals={pod.key: {"kubelet_ack": floor_s(ev.at)}})
-        tr.expect(pod, "rejected", "manual", reason=reason,
-                  milestones=("created", "bound", "kubelet_ack", "rejected", "admitted", "sandbox_ready",
-                              "running", "ready", "deleted"))
+        tr.expect(
+            pod,
+            "rejected",
+            "manual",
+            reason=reason,
+            milestones=(
+                "created",
+                "bound",
+                "kubelet_ack",
+                "rejected",
+                "admitted",
+                "sandbox_ready",
+                "running",
+                "ready",
+                "deleted",
+            ),
+        )
     return tr
 
 
 def s08_rejections() -> None:
     rejected_trace(
-        "rejected-outofcpu.jsonl", 70,
+        "rejected-outofcpu.jsonl",
+        70,
         "Seed 003's bigcpu: nodeName worker-1, requests 100 CPUs; kubelet admission rejects it "
         "(phase Failed, reason OutOfcpu, message 'Pod was rejected: ...', startTime, no "
         "conditions) and records a Warning OutOfcpu event.",
-        [("bigcpu", container("stress", "polinux/stress:1.0.4", requests={"cpu": "100"}), {}, 2.031,
-          "OutOfcpu", "Node didn't have enough resource: cpu, requested: 100000, used: 950, capacity: 4000")])
+        [
+            (
+                "bigcpu",
+                container("stress", "polinux/stress:1.0.4", requests={"cpu": "100"}),
+                {},
+                2.031,
+                "OutOfcpu",
+                "Node didn't have enough resource: cpu, requested: 100000, used: 950, capacity: 4000",
+            )
+        ],
+    )
     rejected_trace(
-        "rejected-outofmemory.jsonl", 80,
+        "rejected-outofmemory.jsonl",
+        80,
         "Seed 003's bigmem: nodeName worker-1, requests 64Gi memory on a 16Gi node: OutOfmemory.",
-        [("bigmem", container("stress", "polinux/stress:1.0.4", requests={"memory": "64Gi"}), {}, 2.344,
-          "OutOfmemory", "Node didn't have enough resource: memory, requested: 68719476736, used: "
-          "283115520, capacity: 16758124544")])
+        [
+            (
+                "bigmem",
+                container("stress", "polinux/stress:1.0.4", requests={"memory": "64Gi"}),
+                {},
+                2.344,
+                "OutOfmemory",
+                "Node didn't have enough resource: memory, requested: 68719476736, used: "
+                "283115520, capacity: 16758124544",
+            )
+        ],
+    )
     rejected_trace(
-        "rejected-nodeaffinity.jsonl", 90,
+        "rejected-nodeaffinity.jsonl",
+        90,
         "Seed 003's badsel: nodeName worker-1 plus nodeSelector disktype=ssd that worker-1 "
         "lacks: kubelet rejects with NodeAffinity.",
-        [("badsel", container("nginx", NGINX), {"node_selector": {"disktype": "ssd"}}, 1.872,
-          "NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector")])
+        [
+            (
+                "badsel",
+                container("nginx", NGINX),
+                {"node_selector": {"disktype": "ssd"}},
+                1.872,
+                "NodeAffinity",
+                "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+            )
+        ],
+    )
 
     def small_node(tr: Trace) -> None:
-        edge = NodeSim(tr, "edge-1", 9, cpu="2", memory_ki=3969852, pods="8",
-                       labels={"node-role.kubernetes.io/edge": ""})
+        edge = NodeSim(
+            tr,
+            "edge-1",
+            9,
+            cpu="2",
+            memory_ki=3969852,
+            pods="8",
+            labels={"node-role.kubernetes.io/edge": ""},
+        )
         edge.list(0.0)
 
-    tr = trace("rejected-outofpods.jsonl", "kind-edge", 100,
-               "An edge node with maxPods 8 already running 8 pods; a pod pinned to it with "
-               "nodeName is rejected: OutOfpods.")
+    tr = trace(
+        "rejected-outofpods.jsonl",
+        "kind-edge",
+        100,
+        "An edge node with maxPods 8 already running 8 pods; a pod pinned to it with "
+        "nodeName is rejected: OutOfpods.",
+    )
     cluster_nodes(tr)
     small_node(tr)
-    pod = PodSim(tr, "edge", "camera-probe", [container("probe", "busybox:1.37", command=["sleep", "3600"])],
-                 node="edge-1")
+    pod = PodSim(
+        tr,
+        "edge",
+        "camera-probe",
+        [container("probe", "busybox:1.37", command=["sleep", "3600"])],
+        node="edge-1",
+    )
     pod.create(1.510)
     msg = "Node didn't have enough resource: pods, requested: 1, used: 8, capacity: 8"
     ev = EventSim(tr, 1.546, pod.ref(), "OutOfpods", msg, type_="Warning", host="edge-1")
     pod.reject(1.544, "OutOfpods", msg, lat_ms=6)
     ev.post(lat_ms=35, reveals={pod.key: {"kubelet_ack": floor_s(ev.at)}})
-    tr.expect(pod, "rejected", "manual", reason="OutOfpods",
-              milestones=("created", "bound", "kubelet_ack", "rejected", "admitted", "running", "deleted"))
+    tr.expect(
+        pod,
+        "rejected",
+        "manual",
+        reason="OutOfpods",
+        milestones=(
+            "created",
+            "bound",
+            "kubelet_ack",
+            "rejected",
+            "admitted",
+            "running",
+            "deleted",
+        ),
+    )
 
-    tr = trace("rejected-tainttoleration.jsonl", "kind-manual", 110,
-               "worker-1 carries a NoExecute taint dedicated=reports; a pod pinned there with "
-               "nodeName and no toleration is refused at kubelet admission: TaintToleration.")
+    tr = trace(
+        "rejected-tainttoleration.jsonl",
+        "kind-manual",
+        110,
+        "worker-1 carries a NoExecute taint dedicated=reports; a pod pinned there with "
+        "nodeName and no toleration is refused at kubelet admission: TaintToleration.",
+    )
     cluster_nodes(tr)
-    tr.nodes["worker-1"].add_taint(0.5, {"key": "dedicated", "value": "reports", "effect": "NoExecute"})
-    pod = PodSim(tr, "default", "pinned-report", [container("report", "busybox:1.37", command=["sleep", "3600"])],
-                 node="worker-1")
+    tr.nodes["worker-1"].add_taint(
+        0.5, {"key": "dedicated", "value": "reports", "effect": "NoExecute"}
+    )
+    pod = PodSim(
+        tr,
+        "default",
+        "pinned-report",
+        [container("report", "busybox:1.37", command=["sleep", "3600"])],
+        node="worker-1",
+    )
     pod.create(40.200)
-    ev = EventSim(tr, 40.229, pod.ref(), "TaintToleration",
-                  "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
-                  type_="Warning", host="worker-1")
-    pod.reject(40.227, "TaintToleration",
-               "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate", lat_ms=9)
+    ev = EventSim(
+        tr,
+        40.229,
+        pod.ref(),
+        "TaintToleration",
+        "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
+        type_="Warning",
+        host="worker-1",
+    )
+    pod.reject(
+        40.227,
+        "TaintToleration",
+        "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
+        lat_ms=9,
+    )
     ev.post(lat_ms=31, reveals={pod.key: {"kubelet_ack": floor_s(ev.at)}})
-    tr.expect(pod, "rejected", "manual", reason="TaintToleration",
-              milestones=("created", "bound", "kubelet_ack", "rejected", "admitted", "running", "deleted"))
+    tr.expect(
+        pod,
+        "rejected",
+        "manual",
+        reason="TaintToleration",
+        milestones=(
+            "created",
+            "bound",
+            "kubelet_ack",
+            "rejected",
+            "admitted",
+            "running",
+            "deleted",
+        ),
+    )
 
-    tr = trace("rejected-scheduler-race.jsonl", "kind-handoff", 120,
-               "The scheduler binds api-5 (1500m CPU) to worker-1 while a pod pinned there by "
-               "nodeName (batch-pinned, 2 CPUs) is being admitted, which the scheduler's cache "
-               "had not counted yet. The kubelet admits batch-pinned and rejects api-5 with "
-               "OutOfcpu (event observed before the pod status). Its ReplicaSet replaces it; the "
-               "replacement lands on worker-3 and runs.")
+    tr = trace(
+        "rejected-scheduler-race.jsonl",
+        "kind-handoff",
+        120,
+        "The scheduler binds api-5 (1500m CPU) to worker-1 while a pod pinned there by "
+        "nodeName (batch-pinned, 2 CPUs) is being admitted, which the scheduler's cache "
+        "had not counted yet. The kubelet admits batch-pinned and rejects api-5 with "
+        "OutOfcpu (event observed before the pod status). Its ReplicaSet replaces it; the "
+        "replacement lands on worker-3 and runs.",
+    )
     cluster_nodes(tr)
-    api = rs_pod(tr, "default", "api-54d8c7f9b6", "api", "54d8c7f9b6",
-                 [container("api", "ghcr.io/example/api:5.1.0", requests={"cpu": "1500m", "memory": "512Mi"})],
-                 salt="first")
+    api = rs_pod(
+        tr,
+        "default",
+        "api-54d8c7f9b6",
+        "api",
+        "54d8c7f9b6",
+        [
+            container(
+                "api", "ghcr.io/example/api:5.1.0", requests={"cpu": "1500m", "memory": "512Mi"}
+            )
+        ],
+        salt="first",
+    )
     api.create(1.000)
-    batch = PodSim(tr, "default", "batch-pinned", [container("batch", "ghcr.io/example/batch:1.0.3",
-                   requests={"cpu": "2", "memory": "1Gi"})], node="worker-1")
+    batch = PodSim(
+        tr,
+        "default",
+        "batch-pinned",
+        [container("batch", "ghcr.io/example/batch:1.0.3", requests={"cpu": "2", "memory": "1Gi"})],
+        node="worker-1",
+    )
     batch.create(1.009)
     obs = api.bind(1.023, "worker-1")
     scheduled_event(tr, 1.026, api, "worker-1", after=obs)
@@ -1469,85 +2064,183 @@ def s08_rejections() -> None:
     batch.sandbox(1.850)
     t = start_containers(tr, batch, 1.92, pull_s=0)
     batch.run(t + 0.2, started={"batch": t})
-    repl = rs_pod(tr, "default", "api-54d8c7f9b6", "api", "54d8c7f9b6",
-                  [container("api", "ghcr.io/example/api:5.1.0", requests={"cpu": "1500m", "memory": "512Mi"})],
-                  salt="second")
+    repl = rs_pod(
+        tr,
+        "default",
+        "api-54d8c7f9b6",
+        "api",
+        "54d8c7f9b6",
+        [
+            container(
+                "api", "ghcr.io/example/api:5.1.0", requests={"cpu": "1500m", "memory": "512Mi"}
+            )
+        ],
+        salt="second",
+    )
     repl.create(t + 0.4)
     normal_pod_run(tr, repl, t + 0.43, "worker-3", pull_s=3.2)
-    tr.expect(api, "rejected", "scheduler", reason="OutOfcpu",
-              milestones=("created", "bound", "kubelet_ack", "admitted", "running", "deleted"))
+    tr.expect(
+        api,
+        "rejected",
+        "scheduler",
+        reason="OutOfcpu",
+        milestones=("created", "bound", "kubelet_ack", "admitted", "running", "deleted"),
+    )
     tr.expect(batch, "running", "manual", reason=None, milestones=("created", "bound", "running"))
     tr.expect(repl, "running", "scheduler", reason=None, milestones=("created", "bound", "running"))
 
 
 def ghost(tr: Trace, name: str, rel: float) -> PodSim:
-    pod = PodSim(tr, "default", name, [container("nginx", "nginx:1.27.3-alpine")], node="worker-2",
-                 annotations={"kubectl.kubernetes.io/last-applied-configuration": json.dumps(
-                     {"apiVersion": "v1", "kind": "Pod", "metadata": {"annotations": {}, "name": name,
-                      "namespace": "default"}, "spec": {"containers": [{"image": "nginx:1.27.3-alpine",
-                      "name": "nginx"}], "nodeName": "worker-2"}}, separators=(",", ":")) + "\n"})
+    pod = PodSim(
+        tr,
+        "default",
+        name,
+        [container("nginx", "nginx:1.27.3-alpine")],
+        node="worker-2",
+        annotations={
+            "kubectl.kubernetes.io/last-applied-configuration": json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"annotations": {}, "name": name, "namespace": "default"},
+                    "spec": {
+                        "containers": [{"image": "nginx:1.27.3-alpine", "name": "nginx"}],
+                        "nodeName": "worker-2",
+                    },
+                },
+                separators=(",", ":"),
+            )
+            + "\n"
+        },
+    )
     pod.create(rel)
     return pod
 
 
 def s09_podgc() -> None:
-    tr = trace("podgc-new-style.jsonl", "kind-manual", 130,
-               "Seed 003's typo: nodeName worker-2 where the nodes are worker-1/worker-3. Pending, "
-               "no events; 73 s later PodGC marks it Failed with DisruptionTarget "
-               "DeletionByPodGC ('PodGC: node no longer exists') and deletes it with grace 0.")
+    tr = trace(
+        "podgc-new-style.jsonl",
+        "kind-manual",
+        130,
+        "Seed 003's typo: nodeName worker-2 where the nodes are worker-1/worker-3. Pending, "
+        "no events; 73 s later PodGC marks it Failed with DisruptionTarget "
+        "DeletionByPodGC ('PodGC: node no longer exists') and deletes it with grace 0.",
+    )
     cluster_nodes(tr)
     pod = ghost(tr, "ghost3", 2.118)
     background_running(tr, 20.0, "worker-1", "status")
     at = tr.us(75.402)
     pod.obj["status"]["phase"] = "Failed"
-    pod.add_condition(75.402, {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
-                               "lastTransitionTime": ts(at), "reason": "DeletionByPodGC",
-                               "message": "PodGC: node no longer exists"},
-                      reveals={"finished": None})
+    pod.add_condition(
+        75.402,
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "lastProbeTime": None,
+            "lastTransitionTime": ts(at),
+            "reason": "DeletionByPodGC",
+            "message": "PodGC: node no longer exists",
+        },
+        reveals={"finished": None},
+    )
     pod.delete(75.417)
-    tr.expect(pod, "podgc-deleted", "manual", reason="orphaned",
-              milestones=("created", "bound", "kubelet_ack", "admitted", "running", "finished", "deleted"))
+    tr.expect(
+        pod,
+        "podgc-deleted",
+        "manual",
+        reason="orphaned",
+        milestones=(
+            "created",
+            "bound",
+            "kubelet_ack",
+            "admitted",
+            "running",
+            "finished",
+            "deleted",
+        ),
+    )
 
-    tr = trace("podgc-old-style.jsonl", "kind-manual-old", 140,
-               "Same typo with an older controller-manager: PodGC deletes with grace 0 and no "
-               "status patch, so the only sign is a DELETED carrying the Pending pod (no "
-               "condition, no deletionTimestamp).")
+    tr = trace(
+        "podgc-old-style.jsonl",
+        "kind-manual-old",
+        140,
+        "Same typo with an older controller-manager: PodGC deletes with grace 0 and no "
+        "status patch, so the only sign is a DELETED carrying the Pending pod (no "
+        "condition, no deletionTimestamp).",
+    )
     cluster_nodes(tr)
     pod = ghost(tr, "ghost4", 5.733)
     background_running(tr, 30.0, "worker-3", "status")
     pod.delete(63.104, stamp=False)
-    tr.expect(pod, "podgc-deleted", "manual", reason="orphaned",
-              milestones=("created", "bound", "kubelet_ack", "admitted", "running", "deleted"))
+    tr.expect(
+        pod,
+        "podgc-deleted",
+        "manual",
+        reason="orphaned",
+        milestones=("created", "bound", "kubelet_ack", "admitted", "running", "deleted"),
+    )
 
-    tr = trace("stuck-node-missing.jsonl", "kind-manual", 150,
-               "Same typo, evaluated at 65 s after creation (expected 'at'), before PodGC's "
-               "deletion: stuck, node-missing.")
+    tr = trace(
+        "stuck-node-missing.jsonl",
+        "kind-manual",
+        150,
+        "Same typo, evaluated at 65 s after creation (expected 'at'), before PodGC's "
+        "deletion: stuck, node-missing.",
+    )
     cluster_nodes(tr)
     pod = ghost(tr, "ghost5", 1.250)
     background_running(tr, 25.0, "worker-1", "status")
     tr.at = tr.us(66.250)
-    tr.expect(pod, "stuck", "manual", reason="node-missing",
-              milestones=("created", "bound", "kubelet_ack", "running", "deleted"))
+    tr.expect(
+        pod,
+        "stuck",
+        "manual",
+        reason="node-missing",
+        milestones=("created", "bound", "kubelet_ack", "running", "deleted"),
+    )
 
 
 def s12_evicted() -> None:
-    tr = trace("evicted-noexecute.jsonl", "kind-manual", 160,
-               "diag runs pinned to worker-1 (nodeName); an admin taints worker-1 "
-               "maintenance=true:NoExecute; the taint-eviction-controller emits TaintManagerEviction, "
-               "adds DisruptionTarget DeletionByTaintManager and deletes with the default grace "
-               "period (Killing, terminal phase, DELETED). On worker-3 the kubelet evicts "
-               "log-writer under ephemeral-storage pressure (phase Failed, reason Evicted).")
+    tr = trace(
+        "evicted-noexecute.jsonl",
+        "kind-manual",
+        160,
+        "diag runs pinned to worker-1 (nodeName); an admin taints worker-1 "
+        "maintenance=true:NoExecute; the taint-eviction-controller emits TaintManagerEviction, "
+        "adds DisruptionTarget DeletionByTaintManager and deletes with the default grace "
+        "period (Killing, terminal phase, DELETED). On worker-3 the kubelet evicts "
+        "log-writer under ephemeral-storage pressure (phase Failed, reason Evicted).",
+    )
     cluster_nodes(tr)
-    diag = PodSim(tr, "default", "diag", [container("diag", "nicolaka/netshoot:v0.13",
-                  command=["sleep", "infinity"])], node="worker-1")
+    diag = PodSim(
+        tr,
+        "default",
+        "diag",
+        [container("diag", "nicolaka/netshoot:v0.13", command=["sleep", "infinity"])],
+        node="worker-1",
+    )
     diag.create(1.010)
     diag.ack(1.048)
     diag.sandbox(1.702)
     t = start_containers(tr, diag, 1.76, pull_s=0)
     diag.run(t + 0.3, started={"diag": t})
-    writer = PodSim(tr, "logging", "log-writer", [container("writer", "busybox:1.37",
-                    command=["sh", "-c", "while true; do head -c 100M /dev/urandom > /tmp/$(date +%s); done"])],
-                    labels={"app": "log-writer"})
+    writer = PodSim(
+        tr,
+        "logging",
+        "log-writer",
+        [
+            container(
+                "writer",
+                "busybox:1.37",
+                command=[
+                    "sh",
+                    "-c",
+                    "while true; do head -c 100M /dev/urandom > /tmp/$(date +%s); done",
+                ],
+            )
+        ],
+        labels={"app": "log-writer"},
+    )
     writer.create(3.0)
     normal_pod_run(tr, writer, 3.02, "worker-3", pull_s=0)
 
@@ -1555,238 +2248,543 @@ def s12_evicted() -> None:
     n3 = tr.nodes["worker-3"]
     for cond in n3.obj["status"]["conditions"]:
         if cond["type"] == "DiskPressure":
-            cond.update(status="True", lastHeartbeatTime=ts(tr.us(40.0)), lastTransitionTime=ts(tr.us(40.0)),
-                        reason="KubeletHasDiskPressure", message="kubelet has disk pressure")
+            cond.update(
+                status="True",
+                lastHeartbeatTime=ts(tr.us(40.0)),
+                lastTransitionTime=ts(tr.us(40.0)),
+                reason="KubeletHasDiskPressure",
+                message="kubelet has disk pressure",
+            )
     n3.modified(40.0)
-    n3.add_taint(40.3, {"key": "node.kubernetes.io/disk-pressure", "effect": "NoSchedule",
-                        "timeAdded": ts(tr.us(40.3))})
-    ev_msg = ("The node was low on resource: ephemeral-storage. Threshold quantity: 10263061Ki, "
-              "available: 9912544Ki. Container writer was using 6521340Ki, request is 0, has larger "
-              "consumption of ephemeral-storage. ")
+    n3.add_taint(
+        40.3,
+        {
+            "key": "node.kubernetes.io/disk-pressure",
+            "effect": "NoSchedule",
+            "timeAdded": ts(tr.us(40.3)),
+        },
+    )
+    ev_msg = (
+        "The node was low on resource: ephemeral-storage. Threshold quantity: 10263061Ki, "
+        "available: 9912544Ki. Container writer was using 6521340Ki, request is 0, has larger "
+        "consumption of ephemeral-storage. "
+    )
     kubelet_event(tr, 41.2, writer, "Evicted", ev_msg, type_="Warning")
     kubelet_event(tr, 41.21, writer, "Killing", "Stopping container writer", field=c_field(writer))
     at = tr.us(41.9)
     writer.obj["status"]["message"] = ev_msg
     writer.obj["status"]["reason"] = "Evicted"
     writer._set_status()
-    writer._set_status(conditions=writer.status["conditions"] + [{
-        "type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
-        "lastTransitionTime": ts(at), "reason": "TerminationByKubelet", "message": ev_msg}])
+    writer._set_status(
+        conditions=writer.status["conditions"]
+        + [
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": ts(at),
+                "reason": "TerminationByKubelet",
+                "message": ev_msg,
+            }
+        ]
+    )
     writer.terminate(41.9, {"writer": 137})
 
     # worker-1: NoExecute taint by an admin; diag has no matching toleration.
-    tr.nodes["worker-1"].add_taint(60.5, {"key": "maintenance", "value": "true", "effect": "NoExecute"})
-    ev = EventSim(tr, 60.531, diag.ref(), "TaintManagerEviction", "Marking for deletion Pod default/diag",
-                  component="taint-eviction-controller")
+    tr.nodes["worker-1"].add_taint(
+        60.5, {"key": "maintenance", "value": "true", "effect": "NoExecute"}
+    )
+    ev = EventSim(
+        tr,
+        60.531,
+        diag.ref(),
+        "TaintManagerEviction",
+        "Marking for deletion Pod default/diag",
+        component="taint-eviction-controller",
+    )
     ev.post()
     at = tr.us(60.536)
-    diag.add_condition(60.536, {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
-                                "lastTransitionTime": ts(at), "reason": "DeletionByTaintManager",
-                                "message": "Taint manager: deleting due to NoExecute taint"})
+    diag.add_condition(
+        60.536,
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "lastProbeTime": None,
+            "lastTransitionTime": ts(at),
+            "reason": "DeletionByTaintManager",
+            "message": "Taint manager: deleting due to NoExecute taint",
+        },
+    )
     diag.mark_deleting(60.548, 30)
     kubelet_event(tr, 60.571, diag, "Killing", "Stopping container diag", field=c_field(diag))
     # sleep as PID 1 ignores SIGTERM: SIGKILL when the 30 s grace period ends.
     diag.terminate(90.610, {"diag": 137})
     diag.delete(90.672)
-    tr.expect(diag, "evicted", "manual",
-              milestones=("created", "bound", "kubelet_ack", "running", "ready", "finished", "deleted"))
-    tr.expect(writer, "evicted", "scheduler", reason="Evicted",
-              milestones=("created", "bound", "running", "finished", "deleted"))
+    tr.expect(
+        diag,
+        "evicted",
+        "manual",
+        milestones=("created", "bound", "kubelet_ack", "running", "ready", "finished", "deleted"),
+    )
+    tr.expect(
+        writer,
+        "evicted",
+        "scheduler",
+        reason="Evicted",
+        milestones=("created", "bound", "running", "finished", "deleted"),
+    )
 
 
 def s13_node_lost() -> None:
-    tr = trace("node-lost.jsonl", "kind-handoff", 170,
-               "worker-3's kubelet dies at D=45 s (its Lease stops). ingest-0 had been acknowledged "
-               "just before (ContainerCreating); report-gen-1 is bound 6 s later, never seen by "
-               "a kubelet. At D+50 s (grace 50 s) the node lifecycle controller sets Ready=Unknown "
-               "(NodeStatusUnknown, 'Kubelet stopped posting node status.'), emits NodeNotReady "
-               "on the Node, taints it unreachable (NoExecute, NoSchedule). Only web-old, which "
-               "was Ready, gets Ready=False and a pod NodeNotReady event (MarkPodsNotReady only "
-               "touches pods whose Ready condition changes). Trace ends at D+75 s, before the "
-               "300 s toleration expires.")
+    tr = trace(
+        "node-lost.jsonl",
+        "kind-handoff",
+        170,
+        "worker-3's kubelet dies at D=45 s (its Lease stops). ingest-0 had been acknowledged "
+        "just before (ContainerCreating); report-gen-1 is bound 6 s later, never seen by "
+        "a kubelet. At D+50 s (grace 50 s) the node lifecycle controller sets Ready=Unknown "
+        "(NodeStatusUnknown, 'Kubelet stopped posting node status.'), emits NodeNotReady "
+        "on the Node, taints it unreachable (NoExecute, NoSchedule). Only web-old, which "
+        "was Ready, gets Ready=False and a pod NodeNotReady event (MarkPodsNotReady only "
+        "touches pods whose Ready condition changes). Trace ends at D+75 s, before the "
+        "300 s toleration expires.",
+    )
     cluster_nodes(tr)
     D = 45.0  # the kubelet on worker-3 dies here
-    old = rs_pod(tr, "default", "web-old-7b8c9d6f5", "web-old", "7b8c9d6f5",
-                 [container("nginx", NGINX, requests={"cpu": "50m"})])
+    old = rs_pod(
+        tr,
+        "default",
+        "web-old-7b8c9d6f5",
+        "web-old",
+        "7b8c9d6f5",
+        [container("nginx", NGINX, requests={"cpu": "50m"})],
+    )
     old.create(1.0)
     normal_pod_run(tr, old, 1.03, "worker-3", pull_s=0)
-    ingest = PodSim(tr, "data", "ingest-0", [container("ingest", "ghcr.io/example/ingest:4.0.0",
-                    requests={"cpu": "500m", "memory": "1Gi"})],
-                    owner={"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "ingest",
-                           "uid": det_uid(tr.cluster, "sts", "ingest"), "controller": True,
-                           "blockOwnerDeletion": True},
-                    labels={"app": "ingest", "apps.kubernetes.io/pod-index": "0",
-                            "statefulset.kubernetes.io/pod-name": "ingest-0"},
-                    extra_spec={"hostname": "ingest-0", "subdomain": "ingest"})
+    ingest = PodSim(
+        tr,
+        "data",
+        "ingest-0",
+        [
+            container(
+                "ingest", "ghcr.io/example/ingest:4.0.0", requests={"cpu": "500m", "memory": "1Gi"}
+            )
+        ],
+        owner={
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "name": "ingest",
+            "uid": det_uid(tr.cluster, "sts", "ingest"),
+            "controller": True,
+            "blockOwnerDeletion": True,
+        },
+        labels={
+            "app": "ingest",
+            "apps.kubernetes.io/pod-index": "0",
+            "statefulset.kubernetes.io/pod-name": "ingest-0",
+        },
+        extra_spec={"hostname": "ingest-0", "subdomain": "ingest"},
+    )
     ingest.create(D - 3.2)
     obs = ingest.bind(D - 3.17, "worker-3")
     scheduled_event(tr, D - 3.166, ingest, "worker-3", after=obs)
     ingest.ack(D - 3.11)
     ingest.sandbox(D - 2.2)
-    kubelet_event(tr, D - 2.12, ingest, "Pulling", 'Pulling image "ghcr.io/example/ingest:4.0.0"',
-                  field=c_field(ingest))
-    rep = PodSim(tr, "reports", "report-gen-1", [container("gen", "ghcr.io/example/report-gen:1.1.0",
-                 requests={"cpu": "250m", "memory": "256Mi"})], labels={"app": "report-gen"})
+    kubelet_event(
+        tr,
+        D - 2.12,
+        ingest,
+        "Pulling",
+        'Pulling image "ghcr.io/example/ingest:4.0.0"',
+        field=c_field(ingest),
+    )
+    rep = PodSim(
+        tr,
+        "reports",
+        "report-gen-1",
+        [
+            container(
+                "gen",
+                "ghcr.io/example/report-gen:1.1.0",
+                requests={"cpu": "250m", "memory": "256Mi"},
+            )
+        ],
+        labels={"app": "report-gen"},
+    )
     rep.create(D + 6.01)
     obs = rep.bind(D + 6.04, "worker-3")
     scheduled_event(tr, D + 6.043, rep, "worker-3", after=obs)
     n3 = tr.nodes["worker-3"]
     n3.go_unknown(D + 50.12)
-    EventSim(tr, D + 50.125, {"kind": "Node", "name": "worker-3", "uid": n3.obj["metadata"]["uid"],
-                          "apiVersion": "v1"},
-             "NodeNotReady", "Node worker-3 status is now: NodeNotReady", component="node-controller",
-             namespace="default").post()
-    n3.add_taint(D + 50.131, {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute",
-                          "timeAdded": ts(tr.us(D + 50.131))})
-    n3.obj["spec"]["taints"].insert(0, {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule",
-                                        "timeAdded": ts(tr.us(D + 50.18))})
+    EventSim(
+        tr,
+        D + 50.125,
+        {"kind": "Node", "name": "worker-3", "uid": n3.obj["metadata"]["uid"], "apiVersion": "v1"},
+        "NodeNotReady",
+        "Node worker-3 status is now: NodeNotReady",
+        component="node-controller",
+        namespace="default",
+    ).post()
+    n3.add_taint(
+        D + 50.131,
+        {
+            "key": "node.kubernetes.io/unreachable",
+            "effect": "NoExecute",
+            "timeAdded": ts(tr.us(D + 50.131)),
+        },
+    )
+    n3.obj["spec"]["taints"].insert(
+        0,
+        {
+            "key": "node.kubernetes.io/unreachable",
+            "effect": "NoSchedule",
+            "timeAdded": ts(tr.us(D + 50.18)),
+        },
+    )
     n3.modified(D + 50.18)
     at = tr.us(D + 50.22)
-    old._set_status(conditions=[old._cond(c["type"], "False", at, keep=False) if c["type"] == "Ready" else c
-                                for c in old.status["conditions"]])
+    old._set_status(
+        conditions=[
+            old._cond(c["type"], "False", at, keep=False) if c["type"] == "Ready" else c
+            for c in old.status["conditions"]
+        ]
+    )
     old._emit(D + 50.22)
-    EventSim(tr, D + 50.231, old.ref(), "NodeNotReady", "Node is not ready", type_="Warning",
-             component="node-controller").post()
+    EventSim(
+        tr,
+        D + 50.231,
+        old.ref(),
+        "NodeNotReady",
+        "Node is not ready",
+        type_="Warning",
+        component="node-controller",
+    ).post()
     background_running(tr, D + 74, "worker-1", "status")
-    tr.expect(ingest, "node-lost", "scheduler",
-              milestones=("created", "bound", "kubelet_ack", "sandbox_ready", "running", "deleted"))
-    tr.expect(rep, "node-lost", "scheduler",
-              milestones=("created", "bound", "kubelet_ack", "admitted", "running", "deleted"))
+    tr.expect(
+        ingest,
+        "node-lost",
+        "scheduler",
+        milestones=("created", "bound", "kubelet_ack", "sandbox_ready", "running", "deleted"),
+    )
+    tr.expect(
+        rep,
+        "node-lost",
+        "scheduler",
+        milestones=("created", "bound", "kubelet_ack", "admitted", "running", "deleted"),
+    )
 
 
 def s14_failed() -> None:
-    tr = trace("failed.jsonl", "kind-handoff", 180,
-               "A migration pod (restartPolicy Never) is scheduled, admitted, runs, and its "
-               "container exits 1: phase Failed, not a rejection.")
+    tr = trace(
+        "failed.jsonl",
+        "kind-handoff",
+        180,
+        "A migration pod (restartPolicy Never) is scheduled, admitted, runs, and its "
+        "container exits 1: phase Failed, not a rejection.",
+    )
     cluster_nodes(tr)
-    pod = PodSim(tr, "shop", "migrate-db", [container("migrate", "ghcr.io/example/migrate:2024.11.2",
-                 command=["/app/migrate", "up"], requests={"cpu": "100m", "memory": "128Mi"})],
-                 restart="Never", labels={"app": "migrate-db"})
+    pod = PodSim(
+        tr,
+        "shop",
+        "migrate-db",
+        [
+            container(
+                "migrate",
+                "ghcr.io/example/migrate:2024.11.2",
+                command=["/app/migrate", "up"],
+                requests={"cpu": "100m", "memory": "128Mi"},
+            )
+        ],
+        restart="Never",
+        labels={"app": "migrate-db"},
+    )
     pod.create(0.4)
     t = normal_pod_run(tr, pod, 0.43, "worker-1", pull_s=0.8)
     pod.terminate(t + 6.1, {"migrate": 1})
-    tr.expect(pod, "failed", "scheduler",
-              milestones=("created", "bound", "kubelet_ack", "admitted", "sandbox_ready", "running", "ready",
-                          "finished", "rejected", "deleted"))
+    tr.expect(
+        pod,
+        "failed",
+        "scheduler",
+        milestones=(
+            "created",
+            "bound",
+            "kubelet_ack",
+            "admitted",
+            "sandbox_ready",
+            "running",
+            "ready",
+            "finished",
+            "rejected",
+            "deleted",
+        ),
+    )
 
 
 def s15_succeeded() -> None:
-    tr = trace("succeeded.jsonl", "kind-handoff", 190,
-               "A CronJob's Job pod (ownerReferences Job, job-tracking finalizer) runs to "
-               "completion: phase Succeeded, then the Job controller removes its finalizer.")
+    tr = trace(
+        "succeeded.jsonl",
+        "kind-handoff",
+        190,
+        "A CronJob's Job pod (ownerReferences Job, job-tracking finalizer) runs to "
+        "completion: phase Succeeded, then the Job controller removes its finalizer.",
+    )
     cluster_nodes(tr)
     job = "nightly-report-29541600"
     job_uid = det_uid(tr.cluster, "job", job)
-    pod = PodSim(tr, "reports", f"{job}-{det_suffix(5, job)}", [container("report",
-                 "ghcr.io/example/report:3.3.0", command=["/report", "--since=24h"],
-                 requests={"cpu": "200m", "memory": "256Mi"})], generate_name=f"{job}-", restart="OnFailure",
-                 owner={"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": job_uid,
-                        "controller": True, "blockOwnerDeletion": True},
-                 labels={"batch.kubernetes.io/controller-uid": job_uid, "batch.kubernetes.io/job-name": job,
-                         "controller-uid": job_uid, "job-name": job},
-                 finalizers=["batch.kubernetes.io/job-tracking"])
+    pod = PodSim(
+        tr,
+        "reports",
+        f"{job}-{det_suffix(5, job)}",
+        [
+            container(
+                "report",
+                "ghcr.io/example/report:3.3.0",
+                command=["/report", "--since=24h"],
+                requests={"cpu": "200m", "memory": "256Mi"},
+            )
+        ],
+        generate_name=f"{job}-",
+        restart="OnFailure",
+        owner={
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": job,
+            "uid": job_uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        },
+        labels={
+            "batch.kubernetes.io/controller-uid": job_uid,
+            "batch.kubernetes.io/job-name": job,
+            "controller-uid": job_uid,
+            "job-name": job,
+        },
+        finalizers=["batch.kubernetes.io/job-tracking"],
+    )
     pod.create(0.31)
     t = normal_pod_run(tr, pod, 0.34, "worker-3", pull_s=2.2)
     pod.terminate(t + 14.2, {"report": 0})
     del pod.obj["metadata"]["finalizers"]
     pod._emit(t + 14.26)
-    tr.expect(pod, "succeeded", "scheduler",
-              milestones=("created", "bound", "kubelet_ack", "sandbox_ready", "running", "ready", "finished",
-                          "deleted"))
+    tr.expect(
+        pod,
+        "succeeded",
+        "scheduler",
+        milestones=(
+            "created",
+            "bound",
+            "kubelet_ack",
+            "sandbox_ready",
+            "running",
+            "ready",
+            "finished",
+            "deleted",
+        ),
+    )
 
 
 def s16_deleted() -> None:
-    tr = trace("deleted.jsonl", "kind-handoff", 200,
-               "A person deletes a running pod (kubectl delete): MODIFIED with deletionTimestamp "
-               "and deletionGracePeriodSeconds 30, kubelet Killing, containers exit 0 so the "
-               "kubelet reports phase Succeeded, then the kubelet's grace-0 delete: DELETED.")
+    tr = trace(
+        "deleted.jsonl",
+        "kind-handoff",
+        200,
+        "A person deletes a running pod (kubectl delete): MODIFIED with deletionTimestamp "
+        "and deletionGracePeriodSeconds 30, kubelet Killing, containers exit 0 so the "
+        "kubelet reports phase Succeeded, then the kubelet's grace-0 delete: DELETED.",
+    )
     cluster_nodes(tr)
-    pod = PodSim(tr, "default", "toolbox", [container("nginx", NGINX, ports=[80])], labels={"run": "toolbox"})
+    pod = PodSim(
+        tr, "default", "toolbox", [container("nginx", NGINX, ports=[80])], labels={"run": "toolbox"}
+    )
     pod.create(0.5)
     t = normal_pod_run(tr, pod, 0.52, "worker-1", pull_s=0)
     pod.mark_deleting(t + 20.0, 30)
     kubelet_event(tr, t + 20.03, pod, "Killing", "Stopping container nginx", field=c_field(pod))
     pod.terminate(t + 20.9, {"nginx": 0})
     pod.delete(t + 20.97)
-    tr.expect(pod, "deleted", "scheduler",
-              milestones=("created", "bound", "kubelet_ack", "running", "ready", "deleted"))
+    tr.expect(
+        pod,
+        "deleted",
+        "scheduler",
+        milestones=("created", "bound", "kubelet_ack", "running", "ready", "deleted"),
+    )
 
 
 def s17_static() -> None:
-    tr = trace("static-mirror.jsonl", "kind-handoff", 210,
-               "An admin puts kube-scheduler.yaml back into /etc/kubernetes/manifests on "
-               "control-plane: the kubelet starts the static pod and creates the mirror pod "
-               "kube-scheduler-control-plane (config.source file, config.mirror/hash/seen, owner "
-               "Node). Its kubelet events name the static pod by the config hash as uid, not the "
-               "mirror pod's uid.")
+    tr = trace(
+        "static-mirror.jsonl",
+        "kind-handoff",
+        210,
+        "An admin puts kube-scheduler.yaml back into /etc/kubernetes/manifests on "
+        "control-plane: the kubelet starts the static pod and creates the mirror pod "
+        "kube-scheduler-control-plane (config.source file, config.mirror/hash/seen, owner "
+        "Node). Its kubelet events name the static pod by the config hash as uid, not the "
+        "mirror pod's uid.",
+    )
     nodes = cluster_nodes(tr)
     cp = nodes["control-plane"]
     h = det_hex(32, "kube-scheduler", "manifest")
     image = "registry.k8s.io/kube-scheduler:v1.34.3"
-    c = container("kube-scheduler", image, requests={"cpu": "100m"}, command=[
-        "kube-scheduler", "--authentication-kubeconfig=/etc/kubernetes/scheduler.conf",
-        "--authorization-kubeconfig=/etc/kubernetes/scheduler.conf", "--bind-address=127.0.0.1",
-        "--kubeconfig=/etc/kubernetes/scheduler.conf", "--leader-elect=true"])
-    c["volumeMounts"] = [{"name": "kubeconfig", "readOnly": True, "mountPath": "/etc/kubernetes/scheduler.conf"}]
+    c = container(
+        "kube-scheduler",
+        image,
+        requests={"cpu": "100m"},
+        command=[
+            "kube-scheduler",
+            "--authentication-kubeconfig=/etc/kubernetes/scheduler.conf",
+            "--authorization-kubeconfig=/etc/kubernetes/scheduler.conf",
+            "--bind-address=127.0.0.1",
+            "--kubeconfig=/etc/kubernetes/scheduler.conf",
+            "--leader-elect=true",
+        ],
+    )
+    c["volumeMounts"] = [
+        {"name": "kubeconfig", "readOnly": True, "mountPath": "/etc/kubernetes/scheduler.conf"}
+    ]
     seen = tr.us(20.118270)
-    pod = PodSim(tr, "kube-system", "kube-scheduler-control-plane", [c], node="control-plane",
-                 labels={"component": "kube-scheduler", "tier": "control-plane"},
-                 annotations={"kubernetes.io/config.hash": h, "kubernetes.io/config.mirror": h,
-                              "kubernetes.io/config.seen": fmt_us(seen)[:-1] + "524Z",
-                              "kubernetes.io/config.source": "file"},
-                 owner={"apiVersion": "v1", "kind": "Node", "name": "control-plane",
-                        "uid": cp.obj["metadata"]["uid"], "controller": True},
-                 tolerations=[{"operator": "Exists", "effect": "NoExecute"}], static_hash=h,
-                 extra_spec={"volumes": [{"name": "kubeconfig", "hostPath": {
-                     "path": "/etc/kubernetes/scheduler.conf", "type": "FileOrCreate"}}],
-                     "hostNetwork": True, "priorityClassName": "system-node-critical",
-                     "priority": 2000001000})
+    pod = PodSim(
+        tr,
+        "kube-system",
+        "kube-scheduler-control-plane",
+        [c],
+        node="control-plane",
+        labels={"component": "kube-scheduler", "tier": "control-plane"},
+        annotations={
+            "kubernetes.io/config.hash": h,
+            "kubernetes.io/config.mirror": h,
+            "kubernetes.io/config.seen": fmt_us(seen)[:-1] + "524Z",
+            "kubernetes.io/config.source": "file",
+        },
+        owner={
+            "apiVersion": "v1",
+            "kind": "Node",
+            "name": "control-plane",
+            "uid": cp.obj["metadata"]["uid"],
+            "controller": True,
+        },
+        tolerations=[{"operator": "Exists", "effect": "NoExecute"}],
+        static_hash=h,
+        extra_spec={
+            "volumes": [
+                {
+                    "name": "kubeconfig",
+                    "hostPath": {"path": "/etc/kubernetes/scheduler.conf", "type": "FileOrCreate"},
+                }
+            ],
+            "hostNetwork": True,
+            "priorityClassName": "system-node-critical",
+            "priority": 2000001000,
+        },
+    )
     # SyncPod creates the mirror pod before it starts the containers.
     pod.create(20.214)
-    kubelet_event(tr, 20.301, pod, "Pulled", f'Container image "{image}" already present on machine',
-                  field=c_field(pod), ack=False)
-    kubelet_event(tr, 20.342, pod, "Created", "Created container: kube-scheduler", field=c_field(pod), ack=False)
-    kubelet_event(tr, 20.498, pod, "Started", "Started container kube-scheduler", field=c_field(pod), ack=False)
+    kubelet_event(
+        tr,
+        20.301,
+        pod,
+        "Pulled",
+        f'Container image "{image}" already present on machine',
+        field=c_field(pod),
+        ack=False,
+    )
+    kubelet_event(
+        tr,
+        20.342,
+        pod,
+        "Created",
+        "Created container: kube-scheduler",
+        field=c_field(pod),
+        ack=False,
+    )
+    kubelet_event(
+        tr,
+        20.498,
+        pod,
+        "Started",
+        "Started container kube-scheduler",
+        field=c_field(pod),
+        ack=False,
+    )
     # The static pod's status (host network: podIP is the node IP) goes to the mirror pod.
-    pod._set_status(conditions=[pod._cond("PodReadyToStartContainers", "True", tr.us(20.2)),
-                                pod._cond("Initialized", "True", tr.us(20.2)),
-                                pod._cond("Ready", "False", tr.us(20.2), "ContainersNotReady", pod._unready()),
-                                pod._cond("ContainersReady", "False", tr.us(20.2), "ContainersNotReady",
-                                          pod._unready()),
-                                pod._cond("PodScheduled", "True", tr.us(20.2))],
-                    hostIP=cp.ip, hostIPs=[{"ip": cp.ip}], podIP=cp.ip, podIPs=[{"ip": cp.ip}],
-                    startTime=ts(tr.us(20.2)))
+    pod._set_status(
+        conditions=[
+            pod._cond("PodReadyToStartContainers", "True", tr.us(20.2)),
+            pod._cond("Initialized", "True", tr.us(20.2)),
+            pod._cond("Ready", "False", tr.us(20.2), "ContainersNotReady", pod._unready()),
+            pod._cond(
+                "ContainersReady", "False", tr.us(20.2), "ContainersNotReady", pod._unready()
+            ),
+            pod._cond("PodScheduled", "True", tr.us(20.2)),
+        ],
+        hostIP=cp.ip,
+        hostIPs=[{"ip": cp.ip}],
+        podIP=cp.ip,
+        podIPs=[{"ip": cp.ip}],
+        startTime=ts(tr.us(20.2)),
+    )
     pod.run(20.9, started={"kube-scheduler": 20.49}, ready=False)
     # startup probe passes after ~10 s, then Ready.
     at = tr.us(31.4)
-    pod._set_status(conditions=[pod._cond(c2["type"], "True", at) if c2["type"] in ("Ready", "ContainersReady")
-                                else c2 for c2 in pod.status["conditions"]],
-                    containerStatuses=[dict(s, ready=True) for s in pod.status["containerStatuses"]])
+    pod._set_status(
+        conditions=[
+            pod._cond(c2["type"], "True", at) if c2["type"] in ("Ready", "ContainersReady") else c2
+            for c2 in pod.status["conditions"]
+        ],
+        containerStatuses=[dict(s, ready=True) for s in pod.status["containerStatuses"]],
+    )
     pod._emit(31.4, reveals={"ready": floor_s(at)})
     background_running(tr, 33.0, "worker-1", "status")
-    tr.expect(pod, "running", "static", reason=None,
-              milestones=("created", "bound", "running", "ready", "rejected", "deleted"))
+    tr.expect(
+        pod,
+        "running",
+        "static",
+        reason=None,
+        milestones=("created", "bound", "running", "ready", "rejected", "deleted"),
+    )
 
 
 def s18_first_seen_bound() -> None:
-    tr = trace("first-seen-bound.jsonl", "kind-handoff", 220,
-               "The watcher starts late: its initial list delivers pods created ~2 h earlier, "
-               "already bound and Running, with no Scheduled event (events expired). Binding "
-               "unknown; milestones come from the objects' own timestamps (time rule).")
+    tr = trace(
+        "first-seen-bound.jsonl",
+        "kind-handoff",
+        220,
+        "The watcher starts late: its initial list delivers pods created ~2 h earlier, "
+        "already bound and Running, with no Scheduled event (events expired). Binding "
+        "unknown; milestones come from the objects' own timestamps (time rule).",
+    )
     cluster_nodes(tr)
     tr.allow_late = True
     pods = []
-    for i, (node, age) in enumerate((("worker-1", 7412.0), ("worker-3", 7409.0), ("worker-1", 3601.0))):
-        p = rs_pod(tr, "default", "catalog-84f5d6c7b9", "catalog", "84f5d6c7b9",
-                   [container("catalog", "ghcr.io/example/catalog:6.2.0", requests={"cpu": "100m", "memory": "128Mi"})],
-                   salt=str(i))
+    for i, (node, age) in enumerate(
+        (("worker-1", 7412.0), ("worker-3", 7409.0), ("worker-1", 3601.0))
+    ):
+        p = rs_pod(
+            tr,
+            "default",
+            "catalog-84f5d6c7b9",
+            "catalog",
+            "84f5d6c7b9",
+            [
+                container(
+                    "catalog",
+                    "ghcr.io/example/catalog:6.2.0",
+                    requests={"cpu": "100m", "memory": "128Mi"},
+                )
+            ],
+            salt=str(i),
+        )
         created = -age
         # Build the past history directly on the object, then list it.
         p.obj["metadata"]["creationTimestamp"] = ts(tr.us(created))
         p.obj["spec"]["nodeName"] = node
         n = tr.nodes[node]
-        bound, acked, sand, start, ready = (created + 0.03, created + 0.09, created + 1.1, created + 3.6,
-                                            created + 4.4)
+        bound, acked, sand, start, ready = (
+            created + 0.03,
+            created + 0.09,
+            created + 1.1,
+            created + 3.6,
+            created + 4.4,
+        )
         ip = n.pod_ip()
         p.obj["status"] = {
             "phase": "Running",
@@ -1797,47 +2795,106 @@ def s18_first_seen_bound() -> None:
                 p._cond("ContainersReady", "True", tr.us(ready)),
                 p._cond("PodScheduled", "True", tr.us(bound)),
             ],
-            "hostIP": n.ip, "hostIPs": [{"ip": n.ip}], "podIP": ip, "podIPs": [{"ip": ip}],
+            "hostIP": n.ip,
+            "hostIPs": [{"ip": n.ip}],
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
             "startTime": ts(tr.us(acked)),
-            "containerStatuses": [p._cstatus(p.containers[0], {"running": {"startedAt": ts(tr.us(start))}},
-                                             True, True, True)],
+            "containerStatuses": [
+                p._cstatus(
+                    p.containers[0], {"running": {"startedAt": ts(tr.us(start))}}, True, True, True
+                )
+            ],
             "qosClass": p.qos,
         }
-        p.listed(0.004, {"created": floor_s(tr.us(created)), "bound": floor_s(tr.us(bound)),
-                         "kubelet_ack": floor_s(tr.us(acked)), "initialized": floor_s(tr.us(acked)),
-                         "sandbox_ready": floor_s(tr.us(sand)), "containers_started": floor_s(tr.us(start)),
-                         "ready": floor_s(tr.us(ready))})
+        p.listed(
+            0.004,
+            {
+                "created": floor_s(tr.us(created)),
+                "bound": floor_s(tr.us(bound)),
+                "kubelet_ack": floor_s(tr.us(acked)),
+                "initialized": floor_s(tr.us(acked)),
+                "sandbox_ready": floor_s(tr.us(sand)),
+                "containers_started": floor_s(tr.us(start)),
+                "ready": floor_s(tr.us(ready)),
+            },
+        )
         pods.append(p)
     bookmark(tr, 0.009, annotations={"k8s.io/initial-events-end": "true"})
-    kubelet_event(tr, 12.7, pods[0], "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503",
-                  type_="Warning", field=c_field(pods[0]))
+    kubelet_event(
+        tr,
+        12.7,
+        pods[0],
+        "Unhealthy",
+        "Readiness probe failed: HTTP probe failed with statuscode: 503",
+        type_="Warning",
+        field=c_field(pods[0]),
+    )
     for p in pods:
-        tr.expect(p, "running", "unknown", reason=None,
-                  milestones=("created", "bound", "kubelet_ack", "initialized", "sandbox_ready",
-                              "containers_started", "ready", "deleted"))
+        tr.expect(
+            p,
+            "running",
+            "unknown",
+            reason=None,
+            milestones=(
+                "created",
+                "bound",
+                "kubelet_ack",
+                "initialized",
+                "sandbox_ready",
+                "containers_started",
+                "ready",
+                "deleted",
+            ),
+        )
 
 
 def s19_relist() -> None:
-    tr = trace("relist-replay.jsonl", "kind-handoff", 230,
-               "After some MODIFIED events the pod watch gets ERROR 410 Expired and relists: "
-               "every pod is replayed as ADDED with identical objects, then a BOOKMARK; the "
-               "event watch expires and relists too (events replayed with the same count). "
-               "Verdicts must equal those without the replay.")
+    tr = trace(
+        "relist-replay.jsonl",
+        "kind-handoff",
+        230,
+        "After some MODIFIED events the pod watch gets ERROR 410 Expired and relists: "
+        "every pod is replayed as ADDED with identical objects, then a BOOKMARK; the "
+        "event watch expires and relists too (events replayed with the same count). "
+        "Verdicts must equal those without the replay.",
+    )
     cluster_nodes(tr)
-    a = rs_pod(tr, "default", "web-6c9f8b7d5", "web", "6c9f8b7d5",
-               [container("nginx", NGINX, requests={"cpu": "100m"})], salt="a")
+    a = rs_pod(
+        tr,
+        "default",
+        "web-6c9f8b7d5",
+        "web",
+        "6c9f8b7d5",
+        [container("nginx", NGINX, requests={"cpu": "100m"})],
+        salt="a",
+    )
     a.create(1.0)
     normal_pod_run(tr, a, 1.02, "worker-1", pull_s=0)
-    b = PodSim(tr, "analytics", "big-batch", [container("spark", "apache/spark:3.5.4",
-               requests={"cpu": "8", "memory": "4Gi"})])
+    b = PodSim(
+        tr,
+        "analytics",
+        "big-batch",
+        [container("spark", "apache/spark:3.5.4", requests={"cpu": "8", "memory": "4Gi"})],
+    )
     b.create(3.0)
-    msg = ("0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, "
-           "2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
-           "2 No preemption victims found for incoming pod.")
+    msg = (
+        "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, "
+        "2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "2 No preemption victims found for incoming pod."
+    )
     fs = failed_scheduling(tr, 3.02, b, msg, api="core")
     b.unschedulable(3.023, msg)
-    c = PodSim(tr, "payments", "payments-worker", [container("worker", "registry.example.com/payments/worker:v2.3.9",
-               requests={"cpu": "200m"})])
+    c = PodSim(
+        tr,
+        "payments",
+        "payments-worker",
+        [
+            container(
+                "worker", "registry.example.com/payments/worker:v2.3.9", requests={"cpu": "200m"}
+            )
+        ],
+    )
     c.create(4.0)
     obs = c.bind(4.03, "worker-3")
     scheduled_event(tr, 4.034, c, "worker-3", api="core", after=obs)
@@ -1846,8 +2903,11 @@ def s19_relist() -> None:
     image = "registry.example.com/payments/worker:v2.3.9"
     err = f'failed to pull and unpack image "{image}": failed to resolve reference "{image}": {image}: not found'
     bo = kubelet_event(tr, 5.6, c, "BackOff", f'Back-off pulling image "{image}"', field=c_field(c))
-    c.waiting(5.63, "ImagePullBackOff",
-              f'Back-off pulling image "{image}": ErrImagePull: rpc error: code = NotFound desc = {err}')
+    c.waiting(
+        5.63,
+        "ImagePullBackOff",
+        f'Back-off pulling image "{image}": ErrImagePull: rpc error: code = NotFound desc = {err}',
+    )
     fs.repeat(31.5)
     bo.repeat(35.2)
     # pods watch expires: relist replays every pod as it is now
@@ -1861,11 +2921,29 @@ def s19_relist() -> None:
         tr.replay(41.2, "events", "ADDED", ev)
     bo.repeat(75.4)
     b_ms = ("created", "bound", "kubelet_ack", "running", "deleted")
-    tr.expect(a, "running", "scheduler", reason=None,
-              milestones=("created", "bound", "kubelet_ack", "sandbox_ready", "running", "ready", "deleted"))
+    tr.expect(
+        a,
+        "running",
+        "scheduler",
+        reason=None,
+        milestones=(
+            "created",
+            "bound",
+            "kubelet_ack",
+            "sandbox_ready",
+            "running",
+            "ready",
+            "deleted",
+        ),
+    )
     tr.expect(b, "unscheduled", None, reason="Unschedulable", milestones=b_ms)
-    tr.expect(c, "stuck", "scheduler", reason="ImagePullBackOff",
-              milestones=("created", "bound", "kubelet_ack", "sandbox_ready", "running", "deleted"))
+    tr.expect(
+        c,
+        "stuck",
+        "scheduler",
+        reason="ImagePullBackOff",
+        milestones=("created", "bound", "kubelet_ack", "sandbox_ready", "running", "deleted"),
+    )
 
 
 def tr_events_snapshot(tr: Trace) -> list[dict[str, Any]]:
@@ -1878,22 +2956,44 @@ def tr_events_snapshot(tr: Trace) -> list[dict[str, Any]]:
 
 
 def s20_deployment_nodename() -> None:
-    tr = trace("deployment-nodename.jsonl", "kind-manual", 240,
-               "Seed 003: a Deployment whose template sets nodeName: worker-1. The ReplicaSet "
-               "creates three pods already pinned (SuccessfulCreate events on the ReplicaSet, no "
-               "Scheduled events); the kubelet on worker-1 runs all three.")
+    tr = trace(
+        "deployment-nodename.jsonl",
+        "kind-manual",
+        240,
+        "Seed 003: a Deployment whose template sets nodeName: worker-1. The ReplicaSet "
+        "creates three pods already pinned (SuccessfulCreate events on the ReplicaSet, no "
+        "Scheduled events); the kubelet on worker-1 runs all three.",
+    )
     cluster_nodes(tr)
     rs = "web-7d9c6b5f4"
     pods = []
     for i, suffix in enumerate(("x2x9q", "k8m2p", "zq7lw")):
-        p = PodSim(tr, "default", f"{rs}-{suffix}", [container("nginx", NGINX, ports=[80])],
-                   node="worker-1", generate_name=f"{rs}-", owner=rs_owner(tr, rs),
-                   labels={"app": "web", "pod-template-hash": "7d9c6b5f4"})
+        p = PodSim(
+            tr,
+            "default",
+            f"{rs}-{suffix}",
+            [container("nginx", NGINX, ports=[80])],
+            node="worker-1",
+            generate_name=f"{rs}-",
+            owner=rs_owner(tr, rs),
+            labels={"app": "web", "pod-template-hash": "7d9c6b5f4"},
+        )
         p.create(1.0 + i * 0.011)
-        EventSim(tr, 1.002 + i * 0.011, {"kind": "ReplicaSet", "namespace": "default", "name": rs,
-                                         "uid": rs_owner(tr, rs)["uid"], "apiVersion": "apps/v1",
-                                         "resourceVersion": str(tr.rv - 5)},
-                 "SuccessfulCreate", f"Created pod: {p.name}", component="replicaset-controller").post()
+        EventSim(
+            tr,
+            1.002 + i * 0.011,
+            {
+                "kind": "ReplicaSet",
+                "namespace": "default",
+                "name": rs,
+                "uid": rs_owner(tr, rs)["uid"],
+                "apiVersion": "apps/v1",
+                "resourceVersion": str(tr.rv - 5),
+            },
+            "SuccessfulCreate",
+            f"Created pod: {p.name}",
+            component="replicaset-controller",
+        ).post()
         pods.append(p)
     for i, p in enumerate(pods):
         p.ack(1.06 + i * 0.013)
@@ -1905,93 +3005,247 @@ def s20_deployment_nodename() -> None:
         p.run(t2 + 0.15, started={"nginx": t2 - 0.01})
         t = t2 + 0.2
     for p in pods:
-        tr.expect(p, "running", "manual", reason=None,
-                  milestones=("created", "bound", "kubelet_ack", "admitted", "sandbox_ready", "running",
-                              "ready", "deleted"))
+        tr.expect(
+            p,
+            "running",
+            "manual",
+            reason=None,
+            milestones=(
+                "created",
+                "bound",
+                "kubelet_ack",
+                "admitted",
+                "sandbox_ready",
+                "running",
+                "ready",
+                "deleted",
+            ),
+        )
 
 
 def s21_secrets() -> None:
-    tr = trace("secrets.jsonl", "kind-handoff", 250,
-               "A running pod whose container env carries DB_PASSWORD=hunter2, also present in "
-               "the kubectl.kubernetes.io/last-applied-configuration annotation; managedFields "
-               "included. The timeline must never store or print 'hunter2'.")
+    tr = trace(
+        "secrets.jsonl",
+        "kind-handoff",
+        250,
+        "A running pod whose container env carries DB_PASSWORD=hunter2, also present in "
+        "the kubectl.kubernetes.io/last-applied-configuration annotation; managedFields "
+        "included. The timeline must never store or print 'hunter2'.",
+    )
     cluster_nodes(tr)
-    env = [{"name": "DB_HOST", "value": "postgres.payments.svc"}, {"name": "DB_PASSWORD", "value": "hunter2"},
-           {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": "payments-api", "key": "token"}}}]
-    applied = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"annotations": {}, "labels": {"app": "payments-api"}, "name": "payments-api",
-                            "namespace": "payments"},
-               "spec": {"containers": [{"env": [{"name": "DB_HOST", "value": "postgres.payments.svc"},
-                                                {"name": "DB_PASSWORD", "value": "hunter2"},
-                                                {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {
-                                                    "key": "token", "name": "payments-api"}}}],
-                                        "image": "ghcr.io/example/payments-api:1.9.0", "name": "api",
-                                        "ports": [{"containerPort": 8443}],
-                                        "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}]}}
-    pod = PodSim(tr, "payments", "payments-api", [container("api", "ghcr.io/example/payments-api:1.9.0",
-                 requests={"cpu": "250m", "memory": "256Mi"}, env=env, ports=[8443])],
-                 labels={"app": "payments-api"},
-                 annotations={"kubectl.kubernetes.io/last-applied-configuration":
-                              json.dumps(applied, separators=(",", ":")) + "\n"})
-    pod.obj["metadata"]["managedFields"] = [{
-        "manager": "kubectl-client-side-apply", "operation": "Update", "apiVersion": "v1",
-        "time": ts(tr.us(0.7)), "fieldsType": "FieldsV1",
-        "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}},
-                                    "f:labels": {".": {}, "f:app": {}}},
-                     "f:spec": {"f:containers": {"k:{\"name\":\"api\"}": {
-                         ".": {}, "f:env": {".": {}, "k:{\"name\":\"API_TOKEN\"}": {".": {}, "f:name": {},
-                                            "f:valueFrom": {".": {}, "f:secretKeyRef": {}}},
-                                            "k:{\"name\":\"DB_HOST\"}": {".": {}, "f:name": {}, "f:value": {}},
-                                            "k:{\"name\":\"DB_PASSWORD\"}": {".": {}, "f:name": {}, "f:value": {}}},
-                         "f:image": {}, "f:name": {}}}}}}]
+    env = [
+        {"name": "DB_HOST", "value": "postgres.payments.svc"},
+        {"name": "DB_PASSWORD", "value": "hunter2"},
+        {
+            "name": "API_TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": "payments-api", "key": "token"}},
+        },
+    ]
+    applied = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "annotations": {},
+            "labels": {"app": "payments-api"},
+            "name": "payments-api",
+            "namespace": "payments",
+        },
+        "spec": {
+            "containers": [
+                {
+                    "env": [
+                        {"name": "DB_HOST", "value": "postgres.payments.svc"},
+                        {"name": "DB_PASSWORD", "value": "hunter2"},
+                        {
+                            "name": "API_TOKEN",
+                            "valueFrom": {"secretKeyRef": {"key": "token", "name": "payments-api"}},
+                        },
+                    ],
+                    "image": "ghcr.io/example/payments-api:1.9.0",
+                    "name": "api",
+                    "ports": [{"containerPort": 8443}],
+                    "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}},
+                }
+            ]
+        },
+    }
+    pod = PodSim(
+        tr,
+        "payments",
+        "payments-api",
+        [
+            container(
+                "api",
+                "ghcr.io/example/payments-api:1.9.0",
+                requests={"cpu": "250m", "memory": "256Mi"},
+                env=env,
+                ports=[8443],
+            )
+        ],
+        labels={"app": "payments-api"},
+        annotations={
+            "kubectl.kubernetes.io/last-applied-configuration": json.dumps(
+                applied, separators=(",", ":")
+            )
+            + "\n"
+        },
+    )
+    pod.obj["metadata"]["managedFields"] = [
+        {
+            "manager": "kubectl-client-side-apply",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": ts(tr.us(0.7)),
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {
+                "f:metadata": {
+                    "f:annotations": {
+                        ".": {},
+                        "f:kubectl.kubernetes.io/last-applied-configuration": {},
+                    },
+                    "f:labels": {".": {}, "f:app": {}},
+                },
+                "f:spec": {
+                    "f:containers": {
+                        'k:{"name":"api"}': {
+                            ".": {},
+                            "f:env": {
+                                ".": {},
+                                'k:{"name":"API_TOKEN"}': {
+                                    ".": {},
+                                    "f:name": {},
+                                    "f:valueFrom": {".": {}, "f:secretKeyRef": {}},
+                                },
+                                'k:{"name":"DB_HOST"}': {".": {}, "f:name": {}, "f:value": {}},
+                                'k:{"name":"DB_PASSWORD"}': {".": {}, "f:name": {}, "f:value": {}},
+                            },
+                            "f:image": {},
+                            "f:name": {},
+                        }
+                    }
+                },
+            },
+        }
+    ]
     pod.create(0.7)
     normal_pod_run(tr, pod, 0.73, "worker-3", pull_s=1.9)
-    tr.expect(pod, "running", "scheduler", reason=None,
-              milestones=("created", "bound", "kubelet_ack", "sandbox_ready", "running", "ready", "deleted"))
+    tr.expect(
+        pod,
+        "running",
+        "scheduler",
+        reason=None,
+        milestones=(
+            "created",
+            "bound",
+            "kubelet_ack",
+            "sandbox_ready",
+            "running",
+            "ready",
+            "deleted",
+        ),
+    )
 
 
 def s22_recreated() -> None:
-    tr = trace("recreated-same-name.jsonl", "kind-handoff", 260,
-               "StatefulSet pod db-0 is deleted and recreated with the same name and a new uid. "
-               "The old incarnation's Killing event reaches the (lagging) event watch after the "
-               "new pod's ADDED: it must stay with the old uid. Keys: 'data/db-0' is the new "
-               "incarnation, 'data/db-0@<old uid>' the old one.")
+    tr = trace(
+        "recreated-same-name.jsonl",
+        "kind-handoff",
+        260,
+        "StatefulSet pod db-0 is deleted and recreated with the same name and a new uid. "
+        "The old incarnation's Killing event reaches the (lagging) event watch after the "
+        "new pod's ADDED: it must stay with the old uid. Keys: 'data/db-0' is the new "
+        "incarnation, 'data/db-0@<old uid>' the old one.",
+    )
     cluster_nodes(tr)
-    owner = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db",
-             "uid": det_uid(tr.cluster, "sts", "db"), "controller": True, "blockOwnerDeletion": True}
-    labels = {"app": "db", "apps.kubernetes.io/pod-index": "0", "statefulset.kubernetes.io/pod-name": "db-0"}
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "name": "db",
+        "uid": det_uid(tr.cluster, "sts", "db"),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    labels = {
+        "app": "db",
+        "apps.kubernetes.io/pod-index": "0",
+        "statefulset.kubernetes.io/pod-name": "db-0",
+    }
 
     def mk(incarnation: str, key: str | None) -> PodSim:
-        return PodSim(tr, "data", "db-0", [container("postgres", "postgres:17.2",
-                      requests={"cpu": "500m", "memory": "1Gi"}, ports=[5432])], owner=owner,
-                      labels=dict(labels), incarnation=incarnation, key=key,
-                      extra_spec={"hostname": "db-0", "subdomain": "db"})
+        return PodSim(
+            tr,
+            "data",
+            "db-0",
+            [
+                container(
+                    "postgres",
+                    "postgres:17.2",
+                    requests={"cpu": "500m", "memory": "1Gi"},
+                    ports=[5432],
+                )
+            ],
+            owner=owner,
+            labels=dict(labels),
+            incarnation=incarnation,
+            key=key,
+            extra_spec={"hostname": "db-0", "subdomain": "db"},
+        )
 
     first = mk("1", None)
     first.key = f"data/db-0@{first.uid}"
     first.create(0.5)
     normal_pod_run(tr, first, 0.53, "worker-1", pull_s=4.1)
     first.mark_deleting(30.0, 30)
-    kubelet_event(tr, 30.02, first, "Killing", "Stopping container postgres", field=c_field(first), lat_ms=2600)
+    kubelet_event(
+        tr,
+        30.02,
+        first,
+        "Killing",
+        "Stopping container postgres",
+        field=c_field(first),
+        lat_ms=2600,
+    )
     first.terminate(31.1, {"postgres": 0})
     first.delete(31.16)
     second = mk("2", None)
     second.create(31.19)
     normal_pod_run(tr, second, 31.22, "worker-3", pull_s=3.7)
-    tr.expect(first, "deleted", "scheduler",
-              milestones=("created", "bound", "running", "deleted"))
-    tr.expect(second, "running", "scheduler", reason=None,
-              milestones=("created", "bound", "kubelet_ack", "sandbox_ready", "running", "ready", "deleted"))
+    tr.expect(first, "deleted", "scheduler", milestones=("created", "bound", "running", "deleted"))
+    tr.expect(
+        second,
+        "running",
+        "scheduler",
+        reason=None,
+        milestones=(
+            "created",
+            "bound",
+            "kubelet_ack",
+            "sandbox_ready",
+            "running",
+            "ready",
+            "deleted",
+        ),
+    )
 
 
 def s23_first_seen_deleted() -> None:
-    tr = trace("first-seen-deleted.jsonl", "kind-handoff", 270,
-               "A fragment of a recording: the first line about pod old-worker is its DELETED "
-               "(the ADDED/MODIFIED fell before the recording started). It was Running on "
-               "worker-1 and force-deleted (grace 0). Nothing is known about its binding.")
+    tr = trace(
+        "first-seen-deleted.jsonl",
+        "kind-handoff",
+        270,
+        "A fragment of a recording: the first line about pod old-worker is its DELETED "
+        "(the ADDED/MODIFIED fell before the recording started). It was Running on "
+        "worker-1 and force-deleted (grace 0). Nothing is known about its binding.",
+    )
     cluster_nodes(tr)
-    p = rs_pod(tr, "default", "old-worker-5b6c7d8e9", "old-worker", "5b6c7d8e9",
-               [container("worker", "ghcr.io/example/worker:0.9.0", requests={"cpu": "100m"})])
+    p = rs_pod(
+        tr,
+        "default",
+        "old-worker-5b6c7d8e9",
+        "old-worker",
+        "5b6c7d8e9",
+        [container("worker", "ghcr.io/example/worker:0.9.0", requests={"cpu": "100m"})],
+    )
     created = -900.0
     p.obj["metadata"]["creationTimestamp"] = ts(tr.us(created))
     p.obj["spec"]["nodeName"] = "worker-1"
@@ -2000,26 +3254,55 @@ def s23_first_seen_deleted() -> None:
     p.started = {"worker": tr.us(created + 2.9)}
     p.obj["status"] = {
         "phase": "Running",
-        "conditions": [p._cond("PodReadyToStartContainers", "True", tr.us(created + 1)),
-                       p._cond("Initialized", "True", tr.us(created + 0.1)),
-                       p._cond("Ready", "True", tr.us(created + 3)),
-                       p._cond("ContainersReady", "True", tr.us(created + 3)),
-                       p._cond("PodScheduled", "True", tr.us(created + 0.05))],
-        "hostIP": n.ip, "hostIPs": [{"ip": n.ip}], "podIP": ip, "podIPs": [{"ip": ip}],
+        "conditions": [
+            p._cond("PodReadyToStartContainers", "True", tr.us(created + 1)),
+            p._cond("Initialized", "True", tr.us(created + 0.1)),
+            p._cond("Ready", "True", tr.us(created + 3)),
+            p._cond("ContainersReady", "True", tr.us(created + 3)),
+            p._cond("PodScheduled", "True", tr.us(created + 0.05)),
+        ],
+        "hostIP": n.ip,
+        "hostIPs": [{"ip": n.ip}],
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
         "startTime": ts(tr.us(created + 0.1)),
-        "containerStatuses": [p._cstatus(p.containers[0], {"running": {"startedAt": ts(p.started["worker"])}},
-                                         True, True, True)],
-        "qosClass": p.qos}
+        "containerStatuses": [
+            p._cstatus(
+                p.containers[0],
+                {"running": {"startedAt": ts(p.started["worker"])}},
+                True,
+                True,
+                True,
+            )
+        ],
+        "qosClass": p.qos,
+    }
     p.delete(3.4)  # kubectl delete --force --grace-period=0: the Running copy, stamped
     background_running(tr, 5.0, "worker-3", "status")
     tr.expect(p, "deleted", "unknown", milestones=("deleted",))
 
 
 SCENARIOS = [
-    s01_scheduled_running, s02_core_events, s03_unscheduled, s04_awaiting_kubelet,
-    s05_stuck_kubelet_silent, s06_stuck_image_pull, s07_starting, s08_rejections, s09_podgc,
-    s12_evicted, s13_node_lost, s14_failed, s15_succeeded, s16_deleted, s17_static,
-    s18_first_seen_bound, s19_relist, s20_deployment_nodename, s21_secrets, s22_recreated,
+    s01_scheduled_running,
+    s02_core_events,
+    s03_unscheduled,
+    s04_awaiting_kubelet,
+    s05_stuck_kubelet_silent,
+    s06_stuck_image_pull,
+    s07_starting,
+    s08_rejections,
+    s09_podgc,
+    s12_evicted,
+    s13_node_lost,
+    s14_failed,
+    s15_succeeded,
+    s16_deleted,
+    s17_static,
+    s18_first_seen_bound,
+    s19_relist,
+    s20_deployment_nodename,
+    s21_secrets,
+    s22_recreated,
     s23_first_seen_deleted,
 ]
 
