@@ -11,6 +11,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from handoff.schema import (
+    Condition,
+    ContainerStatus,
+    KubeObject,
+    ObjectMeta,
+    StateDetail,
+    Status,
+)
+
 KUBELET = "kubelet"
 SCHEDULER_REASONS = frozenset({"Scheduled", "FailedScheduling"})
 
@@ -55,14 +64,10 @@ def seen_at(observed: float, own: float | None) -> float:
     return observed
 
 
-def rv_number(obj_meta: dict[str, Any]) -> int | None:
+def rv_number(meta: ObjectMeta) -> int | None:
     """resourceVersion as an integer when it is one (etcd revisions are)."""
-    rv = obj_meta.get("resourceVersion")
-    if isinstance(rv, str) and rv.isdigit():
-        return int(rv)
-    if isinstance(rv, int):
-        return rv
-    return None
+    rv = meta.resourceVersion
+    return int(rv) if rv.isdigit() else None
 
 
 @dataclass(slots=True)
@@ -84,79 +89,51 @@ class EventFacts:
     count: int
 
 
-# Field names of the two Event APIs: (regarding, message, source, first time,
-# second first time, last time, count, reporting component).
-_CORE_FIELDS = (
-    "involvedObject",
-    "message",
-    "source",
-    "firstTimestamp",
-    "eventTime",
-    "lastTimestamp",
-    "count",
-    "reportingComponent",
-)
-_EVENTS_API_FIELDS = (
-    "regarding",
-    "note",
-    "deprecatedSource",
-    "eventTime",
-    "deprecatedFirstTimestamp",
-    "deprecatedLastTimestamp",
-    "deprecatedCount",
-    "reportingController",
-)
-
-
-def read_event(obj: dict[str, Any]) -> EventFacts | None:
+def read_event(obj: KubeObject) -> EventFacts | None:
     """Normalise a core/v1 or events.k8s.io/v1 Event; None when it regards nothing."""
-    meta = obj.get("metadata")
-    api = obj.get("apiVersion")
-    events_api = api.__class__ is str and api.startswith("events.k8s.io")
-    regarding_f, message_f, source_f, first_f, first2_f, last_f, count_f, reporter_f = (
-        _EVENTS_API_FIELDS if events_api else _CORE_FIELDS
-    )
-    regarding = obj.get(regarding_f)
-    if regarding.__class__ is not dict or meta.__class__ is not dict:
+    meta = obj.metadata
+    if meta is None:
         return None
-    source = obj.get(source_f)
-    if source.__class__ is not dict:
-        source = {}
-    series = obj.get("series")
-    if series.__class__ is not dict:
-        series = {}
-    first = timestamp(obj.get(first_f)) or timestamp(obj.get(first2_f))
-    last = timestamp(series.get("lastObservedTime")) or timestamp(obj.get(last_f)) or first
-    count = _int(series.get("count")) or _int(obj.get(count_f)) or 1
-    if events_api:
-        component = _str(obj.get(reporter_f)) or _str(source.get("component"))
+    if obj.apiVersion.startswith("events.k8s.io"):
+        regarding = obj.regarding
+        source = obj.deprecatedSource
+        first = timestamp(obj.eventTime) or timestamp(obj.deprecatedFirstTimestamp)
+        last_own = obj.deprecatedLastTimestamp
+        count_own = obj.deprecatedCount
+        component = obj.reportingController or (source.component if source else "")
+        message = obj.note
     else:
-        component = _str(source.get("component")) or _str(obj.get(reporter_f))
-    uid = meta.get("uid")
-    key = uid if uid.__class__ is str and uid else f"{meta.get('namespace')}/{meta.get('name')}"
+        regarding = obj.involvedObject
+        source = obj.source
+        first = timestamp(obj.firstTimestamp) or timestamp(obj.eventTime)
+        last_own = obj.lastTimestamp
+        count_own = obj.count
+        component = (source.component if source else "") or obj.reportingComponent or ""
+        message = obj.message
+    if regarding is None:
+        return None
+    series = obj.series
+    if series is not None:
+        last = timestamp(series.lastObservedTime) or timestamp(last_own) or first
+        count = series.count or count_own or 1
+    else:
+        last = timestamp(last_own) or first
+        count = count_own or 1
     return EventFacts(
-        key,
-        _str(regarding.get("kind")),
-        _str(regarding.get("namespace")) or _str(meta.get("namespace")),
-        _str(regarding.get("name")),
-        _str(regarding.get("uid")) or None,
-        _str(obj.get("reason")),
-        _str(obj.get("type")) or "Normal",
+        meta.uid or f"{meta.namespace}/{meta.name}",
+        regarding.kind,
+        regarding.namespace or meta.namespace,
+        regarding.name,
+        regarding.uid or None,
+        obj.reason or "",
+        obj.type or "Normal",
         component,
-        _str(source.get("host")),
-        _str(obj.get(message_f)),
+        source.host if source else "",
+        message or "",
         first,
         last,
         count,
     )
-
-
-def _str(value: Any) -> str:
-    return value if value.__class__ is str else ""
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 _RESOURCE_MESSAGE = re.compile(
@@ -211,38 +188,33 @@ class StatusFacts:
     terminated: str = ""
 
 
-def read_status(status: Any) -> StatusFacts:
+def read_status(status: Status | None) -> StatusFacts:
     facts = StatusFacts()
-    if status.__class__ is not dict:
+    if status is None:
         return facts
-    facts.phase = _str(status.get("phase"))
-    facts.reason = _str(status.get("reason"))
-    facts.message = _str(status.get("message"))
-    facts.start = timestamp(status.get("startTime"))
-    facts.kubelet_wrote = facts.start is not None or bool(status.get("hostIP"))
-    conditions = status.get("conditions")
-    if conditions.__class__ is list:
-        _read_conditions(facts, conditions)
-    init = status.get("initContainerStatuses")
-    if init.__class__ is list and init:
-        facts.waiting = _read_containers(facts, init, "Init:", count_starts=False)
-    containers = status.get("containerStatuses")
-    if containers.__class__ is list and containers:
+    facts.phase = status.phase or ""
+    facts.reason = status.reason or ""
+    facts.message = status.message or ""
+    facts.start = start = timestamp(status.startTime)
+    facts.kubelet_wrote = start is not None or bool(status.hostIP)
+    if status.conditions:
+        _read_conditions(facts, status.conditions)
+    if status.initContainerStatuses:
+        facts.waiting = _read_containers(facts, status.initContainerStatuses, "Init:", False)
+    if status.containerStatuses:
         facts.kubelet_wrote = True
-        facts.waiting = facts.waiting or _read_containers(facts, containers, "", count_starts=True)
+        facts.waiting = facts.waiting or _read_containers(facts, status.containerStatuses, "", True)
     return facts
 
 
-def _read_conditions(facts: StatusFacts, conditions: list[Any]) -> None:
+def _read_conditions(facts: StatusFacts, conditions: list[Condition]) -> None:
     for cond in conditions:
-        if cond.__class__ is not dict:
-            continue
-        kind = cond.get("type")
-        true = cond.get("status") == "True"
+        kind = cond.type
+        true = cond.status == "True"
         if kind in KUBELET_CONDITIONS:
             facts.kubelet_wrote = True
             if true:
-                at = timestamp(cond.get("lastTransitionTime"))
+                at = timestamp(cond.lastTransitionTime)
                 if kind == "Ready":
                     facts.ready_at = at
                 elif kind == "Initialized":
@@ -250,40 +222,37 @@ def _read_conditions(facts: StatusFacts, conditions: list[Any]) -> None:
                 elif kind != "ContainersReady":
                     facts.sandbox_at = at
         elif kind == "PodScheduled":
-            facts.scheduled = _str(cond.get("status"))
-            facts.scheduled_at = timestamp(cond.get("lastTransitionTime"))
+            facts.scheduled = cond.status
+            facts.scheduled_at = timestamp(cond.lastTransitionTime)
             if not true:
-                facts.unschedulable = _str(cond.get("reason")) or "Unschedulable"
-                facts.unschedulable_message = _str(cond.get("message"))
+                facts.unschedulable = cond.reason or "Unschedulable"
+                facts.unschedulable_message = cond.message or ""
         elif kind == "DisruptionTarget" and true:
-            facts.disruption = (_str(cond.get("reason")), _str(cond.get("message")))
+            facts.disruption = (cond.reason or "", cond.message or "")
 
 
 def _read_containers(
-    facts: StatusFacts, statuses: list[Any], prefix: str, count_starts: bool
+    facts: StatusFacts, statuses: list[ContainerStatus], prefix: str, count_starts: bool
 ) -> str:
     """Waiting reason (a specific one over a routine one); start and finish times."""
     waiting = routine = ""
     all_started = count_starts
     latest_start = None
     for container in statuses:
-        state = container.get("state") if container.__class__ is dict else None
-        if state.__class__ is not dict:
+        state = container.state
+        if state is None:
             all_started = False
             continue
-        running = state.get("running")
-        terminated = state.get("terminated")
-        if running.__class__ is dict or terminated.__class__ is dict:
-            inner = running if running.__class__ is dict else terminated
-            started = timestamp(inner.get("startedAt")) or 0.0
+        inner = state.running or state.terminated
+        if inner is not None:
+            started = timestamp(inner.startedAt) or 0.0
             latest_start = started if latest_start is None else max(latest_start, started)
-            if terminated.__class__ is dict:
-                _note_termination(facts, terminated)
+            if state.terminated is not None:
+                _note_termination(facts, state.terminated)
             continue
         all_started = False
-        inner = state.get("waiting")
-        if inner.__class__ is dict and inner.get("reason"):
-            reason = _str(inner.get("reason"))
+        reason = state.waiting.reason if state.waiting is not None else None
+        if reason:
             if reason in ROUTINE_WAITING:
                 routine = routine or reason
             else:
@@ -295,10 +264,10 @@ def _read_containers(
     return f"{prefix}{chosen}" if chosen else ""
 
 
-def _note_termination(facts: StatusFacts, terminated: dict[str, Any]) -> None:
-    finished = timestamp(terminated.get("finishedAt"))
+def _note_termination(facts: StatusFacts, terminated: StateDetail) -> None:
+    finished = timestamp(terminated.finishedAt)
     if finished is not None and (facts.latest_finish is None or finished > facts.latest_finish):
         facts.latest_finish = finished
-    code = terminated.get("exitCode")
+    code = terminated.exitCode
     if code not in (0, None) and not facts.terminated:
-        facts.terminated = _str(terminated.get("reason")) or f"exit code {code}"
+        facts.terminated = terminated.reason or f"exit code {code}"

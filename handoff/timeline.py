@@ -36,6 +36,15 @@ from handoff.kube import (
     timestamp,
 )
 from handoff.report import build_report
+from handoff.schema import (
+    Condition,
+    KubeObject,
+    ObjectMeta,
+    Status,
+    Taint,
+    ValidationError,
+    to_object,
+)
 from handoff.trace import TraceReader, WatchEvent, parse_time
 
 # Milestone slots: a list per pod is far smaller than a dict.
@@ -210,11 +219,17 @@ class Timeline:
             self.last_observed = observed
         self.events_applied += 1
         obj = event.object
-        kind = obj.get("kind")
+        if obj.__class__ is not KubeObject:
+            try:
+                obj = to_object(obj)
+            except ValidationError:
+                self.skipped["malformed object"] += 1
+                return None
+        kind = obj.kind
         if event.type == "BOOKMARK":
             return None
         if event.type == "ERROR":
-            self.watch_errors.append((observed, str(obj.get("message", ""))[:200]))
+            self.watch_errors.append((observed, (obj.message or "")[:200]))
             return None
         if kind == "Pod":
             return self.apply_pod(observed, event.type, obj)
@@ -223,12 +238,12 @@ class Timeline:
         if kind == "Node":
             self.apply_node(observed, event.type, obj)
             return None
-        self.skipped[str(kind)] += 1
+        self.skipped[kind or "<no kind>"] += 1
         return None
 
-    def apply_pod(self, observed: float, type_: str, obj: dict[str, Any]) -> PodState | None:
-        meta = obj.get("metadata")
-        if not isinstance(meta, dict) or not meta.get("name"):
+    def apply_pod(self, observed: float, type_: str, obj: KubeObject) -> PodState | None:
+        meta = obj.metadata
+        if meta is None or not meta.name:
             self.skipped["Pod without metadata"] += 1
             return None
         pod = self._pod_for(meta)
@@ -240,23 +255,22 @@ class Timeline:
             return None
         if not stale:
             pod.rv = rv if rv is not None else pod.rv
-            spec = obj.get("spec")
-            if spec.__class__ is not dict:
-                spec = {}
-            facts = read_status(obj.get("status"))
+            node = obj.spec.nodeName if obj.spec is not None else None
+            status = obj.status
+            facts = read_status(status if status.__class__ is Status else None)
             first = not pod.has_object
             if first:
-                self._first_sight(pod, observed, meta, spec, facts)
-            self._read_pod(pod, observed, meta, spec, facts, first)
+                self._first_sight(pod, observed, meta, node or "", facts)
+            self._read_pod(pod, observed, meta, node or "", facts, first)
         if type_ == "DELETED":
             pod.mark(DELETED, observed)
         self._note_changes(pod, observed)
         return pod
 
-    def _pod_for(self, meta: dict[str, Any]) -> PodState:
-        namespace = str(meta.get("namespace") or "default")
-        name = str(meta["name"])
-        uid = str(meta.get("uid") or f"{namespace}/{name}")
+    def _pod_for(self, meta: ObjectMeta) -> PodState:
+        namespace = meta.namespace or "default"
+        name = meta.name
+        uid = meta.uid or f"{namespace}/{name}"
         pod = self.pods.get(uid)
         if pod is None:
             pod = self._new_pod(uid, namespace, name)
@@ -278,23 +292,19 @@ class Timeline:
         self,
         pod: PodState,
         observed: float,
-        meta: dict[str, Any],
-        spec: dict[str, Any],
+        meta: ObjectMeta,
+        node: str,
         facts: StatusFacts,
     ) -> None:
         pod.has_object = True
-        node = spec.get("nodeName")
-        pod.first_node = node if node.__class__ is str else ""
+        pod.first_node = node
         pod.first_scheduled_cond = facts.scheduled != ""
         pod.first_fresh = not facts.kubelet_wrote
-        pod.mark(CREATED, observed, timestamp(meta.get("creationTimestamp")))
-        owners = meta.get("ownerReferences")
-        owner = owners[0] if owners.__class__ is list and owners else None
-        if owner.__class__ is dict:
-            pod.owner = (intern(str(owner.get("kind", ""))), intern(str(owner.get("name", ""))))
-        annotations = meta.get("annotations")
-        if annotations.__class__ is not dict:
-            annotations = {}
+        pod.mark(CREATED, observed, timestamp(meta.creationTimestamp))
+        if meta.ownerReferences:
+            owner = meta.ownerReferences[0]
+            pod.owner = (intern(owner.kind), intern(owner.name))
+        annotations = meta.annotations or {}
         pod.static = (
             "kubernetes.io/config.mirror" in annotations
             or annotations.get("kubernetes.io/config.source") == "file"
@@ -303,7 +313,7 @@ class Timeline:
         if pod.static:
             self._alias_static(pod, annotations)
 
-    def _alias_static(self, pod: PodState, annotations: dict[str, Any]) -> None:
+    def _alias_static(self, pod: PodState, annotations: dict[str, str]) -> None:
         for key in ("kubernetes.io/config.mirror", "kubernetes.io/config.hash"):
             alias = annotations.get(key)
             if isinstance(alias, str) and alias and alias != pod.uid:
@@ -317,14 +327,11 @@ class Timeline:
         self,
         pod: PodState,
         observed: float,
-        meta: dict[str, Any],
-        spec: dict[str, Any],
+        meta: ObjectMeta,
+        node: str,
         facts: StatusFacts,
         first: bool,
     ) -> None:
-        node = spec.get("nodeName") or ""
-        if node.__class__ is not str:
-            node = str(node)
         if not node:
             pod.saw_unbound = True
         elif not pod.node:
@@ -333,7 +340,7 @@ class Timeline:
         pod.phase = intern(facts.phase) if facts.phase else pod.phase
         pod.status_reason = intern(facts.reason)
         pod.status_message = facts.message
-        if meta.get("deletionTimestamp") and pod.deletion_requested is None:
+        if meta.deletionTimestamp and pod.deletion_requested is None:
             pod.deletion_requested = observed
         if facts.unschedulable:
             pod.unschedulable = facts.unschedulable
@@ -413,7 +420,7 @@ class Timeline:
 
     # --------------------------------------------------------------- events
 
-    def apply_event(self, observed: float, obj: dict[str, Any]) -> PodState | None:
+    def apply_event(self, observed: float, obj: KubeObject) -> PodState | None:
         facts = read_event(obj)
         if facts is None or not facts.reason:
             self.skipped["Event without regarding/reason"] += 1
@@ -523,12 +530,14 @@ class Timeline:
 
     # ---------------------------------------------------------------- nodes
 
-    def apply_node(self, observed: float, type_: str, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata")
-        if not isinstance(meta, dict) or not meta.get("name"):
+    def apply_node(self, observed: float, type_: str, obj: KubeObject) -> None:
+        meta = obj.metadata
+        if meta is None or not meta.name:
             self.skipped["Node without metadata"] += 1
             return
-        node = self.nodes.setdefault(str(meta["name"]), NodeState(str(meta["name"])))
+        node = self.nodes.get(meta.name)
+        if node is None:
+            node = self.nodes[meta.name] = NodeState(meta.name)
         rv = rv_number(meta)
         if type_ != "DELETED" and node.rv is not None and rv is not None and rv <= node.rv:
             return
@@ -540,23 +549,22 @@ class Timeline:
             return
         node.exists = True
         node.deleted = None
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-        node.unschedulable = bool(spec.get("unschedulable"))
-        taints = spec.get("taints") if isinstance(spec.get("taints"), list) else []
-        node.taints = [_taint(t) for t in taints if isinstance(t, dict)]
+        spec = obj.spec
+        node.unschedulable = bool(spec is not None and spec.unschedulable)
+        node.taints = [_taint(t) for t in (spec.taints or [])] if spec is not None else []
+        status = obj.status if obj.status.__class__ is Status else None
         ready = _condition(status, "Ready")
         down_taint = next((t for t in node.taints if t["key"] in NODE_DOWN_TAINTS), None)
         if ready is not None:
-            node.ready = str(ready.get("status", ""))
+            node.ready = ready.status
         if (ready is not None and node.ready != "True") or down_taint is not None:
-            since = timestamp(ready.get("lastTransitionTime")) if ready else None
+            since = timestamp(ready.lastTransitionTime) if ready else None
             if since is None and down_taint is not None:
-                since = timestamp(down_taint.get("timeAdded"))
+                since = timestamp(down_taint["timeAdded"])
             why = f"Ready={node.ready}" if ready else down_taint["key"]
             _open_down(node, seen_at(observed, since), why)
         elif ready is not None:
-            _close_down(node, seen_at(observed, timestamp(ready.get("lastTransitionTime"))))
+            _close_down(node, seen_at(observed, timestamp(ready.lastTransitionTime)))
 
     def _apply_node_event(self, observed: float, facts: EventFacts) -> None:
         if facts.reason != "NodeNotReady":
@@ -698,11 +706,10 @@ def _deleted_before_it_finished(pod: PodState) -> bool:
     return finished is None or asked <= finished
 
 
-def _condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    conditions = status.get("conditions")
-    if not isinstance(conditions, list):
+def _condition(status: Status | None, kind: str) -> Condition | None:
+    if status is None or not status.conditions:
         return None
-    return next((c for c in conditions if isinstance(c, dict) and c.get("type") == kind), None)
+    return next((c for c in status.conditions if c.type == kind), None)
 
 
 def _is_rejection(reason: str, message: str) -> bool:
@@ -719,12 +726,12 @@ def _assigned_node(message: str) -> str:
     return message.rsplit(marker, 1)[1].strip() if marker in message else ""
 
 
-def _taint(raw: dict[str, Any]) -> dict[str, Any]:
+def _taint(raw: Taint) -> dict[str, Any]:
     return {
-        "key": str(raw.get("key", "")),
-        "value": str(raw.get("value", "")),
-        "effect": str(raw.get("effect", "")),
-        "timeAdded": raw.get("timeAdded"),
+        "key": raw.key,
+        "value": raw.value or "",
+        "effect": raw.effect,
+        "timeAdded": raw.timeAdded,
     }
 
 

@@ -26,6 +26,8 @@ from typing import IO, Any
 
 import orjson
 
+from handoff.schema import LINE_DECODER, DecodeError, KubeObject, ValidationError, to_object
+
 TRACE_VERSION = 1
 HEADER_KEY = "handoff_trace"
 WATCH_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
@@ -35,14 +37,20 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 
 @dataclass(slots=True)
 class WatchEvent:
-    """One line of a trace: what the watcher received, and when."""
+    """One line of a trace: what the watcher received, and when.
+
+    ``object`` is the part of the Kubernetes object Handoff reads
+    (``schema.KubeObject``) when it comes from a reader, or a plain dict when a
+    caller builds one; ``raw`` is the line as read, for replay and recording.
+    """
 
     observed: str
     type: str
-    object: dict[str, Any]
+    object: KubeObject | dict[str, Any]
     cluster: str | None = None
     line: int = 0
     at: float | None = None  # ``observed`` as epoch seconds, when the reader parsed it
+    raw: bytes | None = None
 
     def time(self) -> float:
         return self.at if self.at is not None else parse_time(self.observed)
@@ -85,13 +93,28 @@ def _utc_second(seconds: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
+_SECONDS: dict[str, float] = {}
+
+
 def _fast_time(text: str) -> float | None:
+    """``observed`` as epoch seconds. Consecutive lines share their second, so
+    the common form (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) is read from a cache of
+    seconds plus the fraction; anything else takes the full parser."""
+    if len(text) == 27 and text[19] == "." and text[26] == "Z":
+        second = _SECONDS.get(text[:19])
+        fraction = text[20:26]
+        if second is not None and fraction.isascii() and fraction.isdigit():
+            return second + int(fraction) / 1_000_000
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         return None
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC).timestamp()
+        moment = moment.replace(tzinfo=UTC)
+    if len(text) == 27 and text[19] == "." and text[26] == "Z":
+        if len(_SECONDS) > 100_000:
+            _SECONDS.clear()
+        _SECONDS[text[:19]] = moment.replace(microsecond=0).timestamp()
     return moment.timestamp()
 
 
@@ -138,31 +161,27 @@ class TraceReader:
             yield from self._read(self.source)
 
     def _read(self, stream: Iterable[bytes]) -> Iterator[WatchEvent]:
-        """The hot loop: well-formed event lines take the short path, anything
-        else goes through ``_parse_line``, which says what is wrong with it."""
+        """The hot loop: well-formed event lines decode straight into the schema,
+        anything else goes through ``_parse_line``, which says what is wrong."""
         number = 0
-        loads, kinds, types = orjson.loads, self.kinds, WATCH_TYPES
+        decode, kinds, types = LINE_DECODER.decode, self.kinds, WATCH_TYPES
         try:
             for number, raw in enumerate(stream, 1):
                 try:
-                    record = loads(raw) if len(raw) <= MAX_LINE_BYTES else None
-                except orjson.JSONDecodeError:
-                    record = None
-                if record.__class__ is dict:
-                    observed = record.get("observed")
-                    type_ = record.get("type")
-                    obj = record.get("object")
-                    if observed.__class__ is str and type_ in types and obj.__class__ is dict:
-                        at = _fast_time(observed)
-                        kind = obj.get("kind")
-                        if at is not None and (
-                            kinds is None or kind in kinds or type_ == "BOOKMARK"
-                        ):
-                            cluster = record.get("cluster")
-                            if cluster is not None and cluster.__class__ is not str:
-                                cluster = None
-                            yield WatchEvent(observed, type_, obj, cluster, number, at)
-                            continue
+                    line = decode(raw) if len(raw) <= MAX_LINE_BYTES else None
+                except DecodeError:
+                    line = None
+                if line is not None and line.object is not None and line.type in types:
+                    observed = line.observed
+                    at = _fast_time(observed) if observed is not None else None
+                    kind = line.object.kind
+                    if at is not None and (
+                        kinds is None or kind in kinds or line.type == "BOOKMARK"
+                    ):
+                        yield WatchEvent(
+                            observed, line.type, line.object, line.cluster, number, at, raw
+                        )
+                        continue
                 event = self._parse_line(number, raw)
                 if event is not None:
                     yield event
@@ -213,10 +232,15 @@ class TraceReader:
             return None
         kind = obj.get("kind") or "<no kind>"
         if kind_of_event != "BOOKMARK" and self.kinds is not None and kind not in self.kinds:
-            self.skipped[kind] += 1
+            self.skipped[str(kind)] += 1
+            return None
+        try:
+            typed = to_object(obj)
+        except ValidationError as exc:
+            self.errors.append(LineError(number, f"unexpected {kind} shape: {exc}"))
             return None
         cluster = _opt_str(record.get("cluster"))
-        return WatchEvent(observed, kind_of_event, obj, cluster, number, problem)
+        return WatchEvent(observed, kind_of_event, typed, cluster, number, problem)
 
 
 def _event_problem(kind_of_event: Any, observed: Any, obj: Any) -> str | float:

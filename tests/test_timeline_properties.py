@@ -70,7 +70,7 @@ def test_interleaving_of_the_watches_does_not_change_verdicts(path, rng):
     events = _events(path)
     streams: dict[str, list] = {}
     for event in events:
-        streams.setdefault(str(event.object.get("kind")), []).append(event)
+        streams.setdefault(event.object.kind, []).append(event)
     queues = [list(stream) for stream in streams.values()]
     merged = []
     while any(queues):

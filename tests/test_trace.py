@@ -25,10 +25,15 @@ def test_it_round_trips_through_the_writer(tmp_path):
 
     assert reader.header.cluster == "prod"
     assert reader.header.source == "test"
-    assert [(e.observed, e.type, e.object) for e in events] == [
-        ("2026-03-01T10:00:00.000001Z", "ADDED", POD)
-    ]
-    assert events[0].line == 2
+    (event,) = events
+    assert (event.observed, event.type, event.object.kind) == (
+        "2026-03-01T10:00:00.000001Z",
+        "ADDED",
+        "Pod",
+    )
+    assert (event.object.metadata.name, event.object.metadata.uid) == ("p", "u1")
+    assert orjson.loads(event.raw)["object"] == POD
+    assert event.line == 2
 
 
 def test_it_reads_gzip_by_content_not_by_name(tmp_path):
@@ -115,6 +120,29 @@ def test_it_rejects_an_unknown_trace_version():
     assert len(events) == 1
     assert reader.header is None
     assert "unsupported trace version" in reader.errors[0].message
+
+
+def test_it_reports_a_known_kind_with_fields_of_the_wrong_type():
+    bad = {"kind": "Pod", "metadata": {"name": 7}}
+    data = _line(observed="2026-03-01T10:00:00Z", type="ADDED", object=bad) + _line(
+        observed="2026-03-01T10:00:01Z", type="ADDED", object=POD
+    )
+
+    events, reader = read_all(data)
+
+    assert len(events) == 1
+    assert reader.errors[0].line == 1
+    assert "unexpected Pod shape" in reader.errors[0].message
+    assert "metadata.name" in reader.errors[0].message
+
+
+def test_it_skips_other_kinds_whatever_their_shape():
+    odd = {"kind": "Widget", "metadata": {"name": 7}, "status": [1, 2]}
+    events, reader = read_all(_line(observed="2026-03-01T10:00:00Z", type="ADDED", object=odd))
+
+    assert events == []
+    assert reader.errors == []
+    assert reader.skipped == {"Widget": 1}
 
 
 def test_it_reads_from_a_stream():
