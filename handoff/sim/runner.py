@@ -5,8 +5,10 @@ The only module of the simulator that reads the wall clock, and only for pacing 
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -43,6 +45,20 @@ class RunStats:
             f"({self.lines_per_wall_second:,.0f}/s), {self.changes} API changes, "
             f"{self.pods} pods and {self.nodes} nodes at the end"
         )
+
+
+@contextmanager
+def quiet_gc() -> Iterator[None]:
+    """Build without the cyclic collector, then freeze what was built out of its way."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def find_scenario(name: str | None, file: str | None) -> Scenario:
@@ -95,7 +111,8 @@ def run(
         if on_event is not None:
             on_event(observed, type_, obj)
 
-    cluster = scenario.build(options)
+    with quiet_gc():
+        cluster = scenario.build(options)
     cluster_box.append(cluster)
     if record is not None:
         writer = TraceWriter(
@@ -105,11 +122,16 @@ def run(
     recording.start()
     duration = options.duration if options.duration is not None else scenario.duration
     started = time.perf_counter()
+    previous = gc.get_threshold()
+    # The simulation allocates many short-lived, acyclic dicts; collecting every 700
+    # allocations costs a fifth of the run. Objects from the build are frozen out of it.
+    gc.set_threshold(50_000, 20, 100)
     try:
         cluster.loop.run(until=duration, pace=pacer(speed) if speed else None)
     except KeyboardInterrupt:
         pass
     finally:
+        gc.set_threshold(*previous)
         recording.drain()
         if writer is not None:
             writer.close()
@@ -142,7 +164,8 @@ def serve(
     from handoff.sim.server import SimServer
 
     host, _, port = address.rpartition(":")
-    cluster = scenario.build(options)
+    with quiet_gc():
+        cluster = scenario.build(options)
     writer = None
     if record is not None:
         writer = TraceWriter(
