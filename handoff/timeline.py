@@ -205,6 +205,9 @@ class Timeline:
         self.aliases: dict[str, str] = {}
         self.placeholders = 0  # pods known only by name from their events
         self.nodes: dict[str, NodeState] = {}
+        # Whether any Node object was watched: without that, a node's absence
+        # proves nothing and "node-missing" is never said.
+        self.nodes_known = False
         self.skipped: Counter[str] = Counter()
         self.watch_errors: list[tuple[float, str]] = []
         self.last_observed: float | None = None
@@ -542,6 +545,7 @@ class Timeline:
         if type_ != "DELETED" and node.rv is not None and rv is not None and rv <= node.rv:
             return
         node.rv = rv if rv is not None else node.rv
+        self.nodes_known = True
         if type_ == "DELETED":
             node.exists = False
             node.deleted = node.deleted or observed
@@ -575,10 +579,6 @@ class Timeline:
         _open_down(node, seen_at(observed, facts.first), "NodeNotReady event")
 
     # ------------------------------------------------------------- judgement
-
-    @property
-    def nodes_known(self) -> bool:
-        return any(n.exists or n.deleted is not None for n in self.nodes.values())
 
     def node_exists(self, name: str, at: float | None = None) -> bool | None:
         """Whether a node object exists (at a time); None when no nodes were watched."""

@@ -61,7 +61,7 @@ class Command(BaseCommand):
             only=options["verdict"],
         )
         if options["format"] == "json":
-            self.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+            _write_bytes(self.stdout, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
         else:
             self.stdout.write(render_table(report, colour=_colour_wanted(self.stdout)))
 
@@ -73,6 +73,18 @@ def _parse_at(value: str | None) -> float | None:
         return parse_time(value)
     except ValueError as exc:
         raise CommandError(f"--at must be an RFC 3339 time, got {value!r}") from exc
+
+
+def _write_bytes(stream: Any, data: bytes) -> None:
+    """Large reports go to the binary stream underneath, skipping a text re-encode."""
+    target = getattr(stream, "_out", stream)
+    buffer = getattr(target, "buffer", None)
+    if buffer is not None:
+        target.flush()
+        buffer.write(data)
+        buffer.flush()
+    else:
+        target.write(data.decode())
 
 
 def _colour_wanted(stream: Any) -> bool:
