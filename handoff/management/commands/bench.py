@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from handoff import bench
 
 # (nodes, pods, churn pods/s, virtual seconds): the scale trace to fold.
-FULL = (5000, 150_000, 400.0, 600.0)
+FULL = (5000, 150_000, 400.0, 300.0)
 QUICK = (500, 10_000, 100.0, 60.0)
 
 
