@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from handoff.sim.apiserver import ApiError, APIServer
-from handoff.sim.clock import Loop
+from handoff.sim.clock import EPOCH, Loop
 from handoff.sim.controllers import Deployments, Jobs, ReplicaSets
 from handoff.sim.kubelet import Kubelet, KubeletTimings
 from handoff.sim.nodelifecycle import NodeLifecycle, TaintEviction
@@ -25,6 +25,7 @@ class ClusterConfig:
 
     name: str = "sim"
     seed: int = 0
+    start: float = EPOCH  # virtual time zero; --serve starts at the wall clock's now
     node_monitor_grace: float = 40.0
     podgc_condition: bool = True
     podgc_period: float = 20.0
@@ -40,7 +41,7 @@ class Cluster:
     def __init__(self, config: ClusterConfig | None = None) -> None:
         self.config = config or ClusterConfig()
         c = self.config
-        self.loop = Loop(c.seed)
+        self.loop = Loop(c.seed, c.start)
         self.api = APIServer(self.loop, history=c.history)
         self.scheduler = Scheduler(self.api, c.scheduler)
         self.podgc = PodGC(

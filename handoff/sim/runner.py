@@ -100,6 +100,8 @@ def run(
     speed: float | None = None,
     on_event: Callable[[float, str, Obj], None] | None = None,
     events_group: str = "v1",
+    progress: Callable[[str], None] | None = None,
+    progress_every: float = 60.0,
 ) -> tuple[Cluster, RunStats]:
     """Build the scenario, record it, run it for ``options.duration`` (or its default)."""
     cluster_box: list[Cluster] = []
@@ -120,6 +122,17 @@ def run(
         )
     recording = Recording(cluster.api, sink, events_group=events_group)
     recording.start()
+    if progress is not None:
+
+        def report() -> None:
+            api = cluster.api
+            progress(
+                f"{format_time(cluster.now)[:19]}Z {scenario.name}: "
+                f"{len(api.stores['pods'].objects)} pods, {len(api.nodes())} nodes, "
+                f"{recording.lines} watch events so far"
+            )
+
+        cluster.loop.every(progress_every, report)
     duration = options.duration if options.duration is not None else scenario.duration
     started = time.perf_counter()
     previous = gc.get_threshold()

@@ -110,6 +110,7 @@ def scale(opts: Options) -> Cluster:
     config = ClusterConfig(
         name="sim-scale",
         seed=opts.seed,
+        start=opts.start,
         # percentageOfNodesToScore is a real KubeSchedulerConfiguration knob; large clusters
         # lower it, and the simulator needs it to keep one core fast (minimum 100 nodes).
         scheduler=SchedulerTimings(percentage_of_nodes_to_score=1),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from handoff.sim.clock import EPOCH
 from handoff.sim.cluster import Cluster, ClusterConfig
 from handoff.sim.manifests import (
     CONTROL_PLANE_IMAGES,
@@ -32,6 +33,7 @@ class Options:
     pods: int | None = None
     churn: float | None = None
     file: str | None = None
+    start: float = EPOCH  # virtual time zero (epoch seconds)
 
 
 @dataclass
@@ -46,7 +48,7 @@ class Scenario:
 
 
 def manual_scheduling(opts: Options) -> Cluster:
-    cluster = Cluster(ClusterConfig(name="sim-manual-scheduling", seed=opts.seed))
+    cluster = Cluster(ClusterConfig(name="sim-manual-scheduling", seed=opts.seed, start=opts.start))
     control_plane(cluster)
     cluster.add_node(
         "worker-1",
@@ -100,7 +102,7 @@ def manual_scheduling(opts: Options) -> Cluster:
 
 
 def handoff_failures(opts: Options) -> Cluster:
-    cluster = Cluster(ClusterConfig(name="sim-handoff-failures", seed=opts.seed))
+    cluster = Cluster(ClusterConfig(name="sim-handoff-failures", seed=opts.seed, start=opts.start))
     control_plane(cluster)
     for i in range(1, 6):
         cluster.add_node(f"worker-{i}", images=CONTROL_PLANE_IMAGES)

@@ -175,7 +175,7 @@ class Steady:
 
 
 def steady(opts: Options) -> Cluster:
-    cluster = Cluster(ClusterConfig(name="sim-steady", seed=opts.seed))
+    cluster = Cluster(ClusterConfig(name="sim-steady", seed=opts.seed, start=opts.start))
     control_plane(cluster)
     workers = opts.nodes or 6
     images = (*CONTROL_PLANE_IMAGES, "busybox:1.36")

@@ -68,7 +68,7 @@ def validate(doc: dict[str, Any], where: str) -> None:
                     "delete, node"
                 )
             if "node" in item and item.get("action") not in (
-                FAULTS | {"delete", "taint", "untaint", "cordon", "uncordon"}
+                FAULTS | {"delete", "taint", "untaint", "cordon", "uncordon", "remove-static"}
             ):
                 raise ValueError(f"{where}: {section}[{i}]: unknown action {item.get('action')!r}")
 
@@ -78,6 +78,7 @@ def build_cluster(doc: dict[str, Any], name: str, opts: Options) -> Cluster:
     config = ClusterConfig(
         name=str(settings.get("name", f"sim-{name}")),
         seed=opts.seed,
+        start=opts.start,
         node_monitor_grace=float(settings.get("node_monitor_grace", 40.0)),
         podgc_condition=bool(settings.get("podgc_condition", True)),
     )
@@ -140,6 +141,8 @@ def node_fault(cluster: Cluster, item: dict[str, Any]) -> None:
         cluster.taint(node_name, taint["key"], taint.get("value"), taint["effect"])
     elif action == "untaint":
         cluster.untaint(node_name, item["taint"]["key"])
+    elif action == "remove-static":
+        cluster.kubelets[node_name].remove_static(item["manifest"])
     else:
         cluster.cordon(node_name, action == "cordon")
 

@@ -86,7 +86,7 @@ def test_a_noexecute_taint_evicts_an_untolerating_pod_at_once() -> None:
 
 
 def test_static_pods_get_mirror_pods_that_come_back_when_deleted() -> None:
-    from handoff.sim.scenarios import control_plane
+    from handoff.sim.manifests import control_plane
 
     cluster = small_cluster()
     control_plane(cluster)
@@ -173,3 +173,20 @@ def test_a_job_runs_to_completion_and_drops_its_finalizer() -> None:
     assert all(p["status"]["phase"] == "Succeeded" for p in pods)
     assert all("finalizers" not in p["metadata"] for p in pods)
     assert cap.events("batch", "Completed")
+
+
+def test_removing_a_static_pod_manifest_takes_its_mirror_pod_away() -> None:
+    from handoff.sim.manifests import control_plane
+
+    cluster = small_cluster()
+    control_plane(cluster)
+    cap = Capture(cluster)
+    cap.run(10)
+    removed_at = cluster.now
+    cluster.kubelets["control-plane"].remove_static("kube-scheduler")
+    cap.run(120)
+    seen = cap.pods("kube-scheduler-control-plane")
+    assert seen[-1][1] == "DELETED"
+    assert 20 <= seen[-1][0] - removed_at <= 51
+    assert cap.events("kube-scheduler-control-plane", "Killing")
+    assert cap.pods("etcd-control-plane")[-1][1] != "DELETED"

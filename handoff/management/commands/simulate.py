@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -92,16 +93,23 @@ class Command(BaseCommand):
             record=options["record"],
             speed=_speed(speed_text),
             events_group=options["events_api"],
+            progress=None if options["record"] else self._progress,
         )
         self.stdout.write(stats.describe())
         if options["record"]:
             self.stdout.write(f"trace written to {options['record']}")
         sys.stdout.flush()
 
+    def _progress(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
+
     def _serve(self, scenario: Any, opts: Options, options: dict[str, Any], speed: str) -> None:
         speed_value = _speed(speed if options["speed"] else "1")
         if speed_value is None:
             raise CommandError("--serve needs a numeric --speed (virtual time follows the clock)")
+        # Live: virtual time starts now, so ages in kubectl and the dashboard make sense.
+        opts.start = float(int(time.time()))
         try:
             server, recording, writer = serve(
                 scenario,
