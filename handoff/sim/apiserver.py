@@ -93,6 +93,13 @@ class Store:
     subs: list[Subscription] = field(default_factory=list)
     # Removed-from-history horizon: a watch from an rv below this gets 410.
     compacted: int = 0
+    # subs split for the hot path: handlers that take everything, and filtered ones.
+    plain: list[Handler] = field(default_factory=list)
+    filtered: list[Subscription] = field(default_factory=list)
+
+    def split(self) -> None:
+        self.plain = [s.handler for s in self.subs if s.namespace is None and s.predicate is None]
+        self.filtered = [s for s in self.subs if s.namespace is not None or s.predicate]
 
 
 class APIServer:
@@ -163,6 +170,7 @@ class APIServer:
             self.node_subs.setdefault(node_name, []).append(sub)
         else:
             self.stores[resource].subs.append(sub)
+            self.stores[resource].split()
         return sub
 
     def unsubscribe(self, sub: Subscription) -> None:
@@ -173,6 +181,7 @@ class APIServer:
             subs = self.stores[sub.resource].subs
         if sub in subs:
             subs.remove(sub)
+        self.stores[sub.resource].split()
 
     def _emit(self, resource: str, type_: str, obj: Obj, old: Obj | None = None) -> None:
         store = self.stores[resource]
@@ -181,7 +190,9 @@ class APIServer:
         hist.append(Change(self.rv, type_, obj))
         if len(hist) > self.history_limit:
             store.compacted = hist.popleft().rv
-        for sub in store.subs:
+        for handler in store.plain:
+            handler(type_, obj)
+        for sub in store.filtered:
             if sub.namespace is not None and sub.namespace != obj["metadata"].get("namespace"):
                 continue
             if sub.predicate is not None and not sub.predicate(obj):
