@@ -29,8 +29,6 @@ from handoff.sim.objects import (
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
-NO_VICTIMS = "No preemption victims found for incoming pod"
-RESOURCE_REASONS = frozenset({"Insufficient cpu", "Insufficient memory", "Too many pods"})
 
 
 @dataclass
@@ -318,7 +316,7 @@ class Scheduler:
         best: NodeInfo | None = None
         best_score = -1.0
         ties = 0
-        found = processed = resource_nodes = 0
+        found = processed = 0
         rng = self.loop.rng
         start = self.next_start % n if n else 0
         nodes = self.nodes
@@ -339,8 +337,6 @@ class Scheduler:
             if reason is not None:
                 for r in reason:
                     reasons[r] = reasons.get(r, 0) + 1
-                if reason[0] in RESOURCE_REASONS:
-                    resource_nodes += 1
                 continue
             found += 1
             score = (
@@ -356,7 +352,7 @@ class Scheduler:
                 break
         self.next_start = (start + processed) % n if n else 0
         if best is None:
-            self._fail(key, pod, fit_error(n, reasons, resource_nodes))
+            self._fail(key, pod, fit_error(n, reasons))
             return
         self._assume(key, pod, best, cpu, mem)
 
@@ -437,7 +433,7 @@ class Scheduler:
                 self.api.update("pods", new)
 
 
-def fit_error(n: int, reasons: dict[str, int], resource_nodes: int = 0) -> str:
+def fit_error(n: int, reasons: dict[str, int]) -> str:
     """framework.FitError.Error() plus the default preemption plugin's PostFilter message.
 
     Every simulated pod has the same priority, so preemption never finds anything to evict;

@@ -143,3 +143,28 @@ def test_it_can_record_events_through_events_k8s_io(tmp_path: Path) -> None:
     assert all(e["apiVersion"] == "events.k8s.io/v1" for e in events)
     kubelet = next(e for e in events if e["reportingController"] == "kubelet")
     assert kubelet["deprecatedSource"]["component"] == "kubelet"
+
+
+def test_the_trace_does_not_depend_on_hash_randomisation(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from handoff.sim import Options, find_scenario, run; "
+        "run(find_scenario('handoff-failures', None), Options(seed=4, duration=120), "
+        "record=sys.argv[1])"
+    )
+    outputs = []
+    for hash_seed in ("1", "2"):
+        out = tmp_path / f"h{hash_seed}.jsonl"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        subprocess.run(
+            [sys.executable, "-c", code, str(out)],
+            env=env,
+            check=True,
+            timeout=60,
+            cwd=Path(__file__).parents[2],
+        )
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
