@@ -152,7 +152,6 @@ class Kubelet:
         self.static_states: dict[str, PodState] = {}
         self.mirrors: dict[str, str] = {}  # mirror name -> static uid
         self.last_report = 0.0
-        self.last_status: Any = None
         self.die_on_pickup = False
         self._delivered = 0.0
         self._admitted_at = 0.0
@@ -263,9 +262,18 @@ class Kubelet:
         frozen, self.frozen = self.frozen, []
         for fn, args in frozen:
             fn(*args)
-        for pod in self.api.pods_on(self.name):
-            if pod["metadata"]["uid"] not in self.pods:
+        # The relist: what was missed while down is reconciled against the API.
+        current = {p["metadata"]["uid"]: p for p in self.api.pods_on(self.name)}
+        for uid, ps in list(self.pods.items()):
+            if uid not in current:
+                self._forget(ps)
+        for uid, pod in current.items():
+            ps = self.pods.get(uid)
+            if ps is None:
                 self._on_pod("ADDED", pod)
+            elif pod["metadata"].get("deletionTimestamp") and not ps.terminating:
+                ps.pod = pod
+                self._terminate(ps)
         self._node_status_tick()
 
     def _step(self, fn: Callable[..., Any], *args: Any) -> None:

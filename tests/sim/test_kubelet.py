@@ -200,3 +200,19 @@ def test_it_completes_a_run_to_completion_pod() -> None:
     status = cap.last("once")["status"]
     assert status["phase"] == "Succeeded"
     assert status["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+
+
+def test_a_restarted_kubelet_finishes_deletions_it_missed_while_stopped() -> None:
+    cluster = small_cluster()
+    cluster.add_node("n1")
+    cap = Capture(cluster)
+    cluster.create_pod(nginx("p", node_name="n1"))
+    cap.run(20)
+    cluster.fault("n1", "stop")
+    cluster.delete_pod("default", "p")
+    cap.run(20)
+    assert cap.pods("p")[-1][1] == "MODIFIED"  # Terminating: nobody to kill it
+    cluster.fault("n1", "resume")
+    cap.run(20)
+    assert cap.pods("p")[-1][1] == "DELETED"
+    assert cluster.kubelets["n1"].used_pods == 0
