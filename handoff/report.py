@@ -254,38 +254,44 @@ def _summary_line(report: dict[str, Any]) -> str:
 def describe_changes(pod: PodState) -> list[tuple[float, str]]:
     """The pod's watch updates in words: what each one changed."""
     described = []
-    before: tuple[Any, ...] = ()
+    before: tuple[Any, ...] | None = None
     for entry in pod.changes:
-        after = entry[1:]
-        described.append((entry[0], _describe_change(before, after)))
-        before = after
+        observed, bits, phase, reason, waiting = entry
+        if before is None:
+            text = "first seen" + (
+                f" on node {pod.node}" if bits & (1 << _INDEX["bound"]) else " without a node"
+            )
+        else:
+            parts = []
+            new_bits = bits & ~before[1]
+            if new_bits & (1 << _INDEX["bound"]):
+                parts.append(f"nodeName set to {pod.node}")
+            for label, old, new in (
+                ("phase", before[2], phase),
+                ("reason", before[3], reason),
+                ("waiting", before[4], waiting),
+            ):
+                if old != new:
+                    parts.append(f"{label}: {old or '-'} → {new or '-'}")
+            if new_bits & v.DELETING_BIT:
+                parts.append("deletionTimestamp set")
+            if new_bits & v.DISRUPTION_BIT and pod.disruption is not None:
+                parts.append(f"DisruptionTarget: {pod.disruption[0]}")
+            parts.extend(_milestone_words(new_bits & ~(1 << _INDEX["bound"])))
+            text = ", ".join(parts) or "status updated"
+        described.append((observed, text))
+        before = entry
     return described
 
 
-_LABELS = ("nodeName", "phase", "reason", "waiting", "deletionTimestamp", "DisruptionTarget")
-
-
-def _describe_change(before: tuple[Any, ...], after: tuple[Any, ...]) -> str:
-    if not before:
-        return "first seen" + (f" on node {after[0]}" if after[0] else " without a node")
-    parts = []
-    for label, old, new in zip(_LABELS, before, after[:6]):  # noqa: B905 - before is longer
-        if old == new:
-            continue
-        if label == "nodeName":
-            parts.append(f"nodeName set to {new}")
-        elif label == "deletionTimestamp":
-            parts.append("deletionTimestamp set")
-        elif label == "DisruptionTarget":
-            parts.append(f"DisruptionTarget: {new[0] if new else 'cleared'}")
-        else:
-            parts.append(f"{label}: {old or '-'} → {new or '-'}")
-    new_bits = after[6] & ~before[6]
-    while new_bits:
-        index = (new_bits & -new_bits).bit_length() - 1
-        parts.append(_MILESTONE_WORDS[index])
-        new_bits &= new_bits - 1
-    return ", ".join(parts) or "status updated"
+def _milestone_words(bits: int) -> list[str]:
+    words = []
+    bits &= (1 << len(v.MILESTONES)) - 1
+    while bits:
+        index = (bits & -bits).bit_length() - 1
+        words.append(_MILESTONE_WORDS[index])
+        bits &= bits - 1
+    return words
 
 
 _MILESTONE_WORDS = tuple(name.replace("_", " ") for name in v.MILESTONES)

@@ -71,11 +71,15 @@ NODE_DOWN_TAINTS = frozenset({"node.kubernetes.io/unreachable", "node.kubernetes
 PODGC_PERIOD = 20.0
 PODGC_QUARANTINE = 40.0
 MAX_CHANGES = 64
+DELETING_BIT = v.DELETING_BIT
+DISRUPTION_BIT = v.DISRUPTION_BIT
 
 
 @dataclass(slots=True)
 class EventRecord:
-    key: str  # the Event object's uid (or namespace/name): repeats update this record
+    # Hash of the Event object's uid (or namespace/name): repeats update this record.
+    # A 36-character uid per event is most of a pod's memory; its hash is a third.
+    key: int
     reason: str
     type: str
     component: str
@@ -121,8 +125,8 @@ class PodState:
     # A short list, not a dict: a pod has a handful of Event objects, and a dict
     # per pod would cost more memory than its records.
     events: list[EventRecord] = field(default_factory=list)
-    # (observed, node, phase, reason, waiting, deleting, disruption, reached) per
-    # visible change: described in words only when shown.
+    # (observed, milestone and flag bits, phase, reason, waiting) per visible
+    # change: described in words only when shown (report.describe_changes).
     changes: list[tuple[Any, ...]] = field(default_factory=list)
     reached: int = 0  # bit per milestone set
     coarse: int = 0  # bit per milestone whose time is an object's (1 s precision)
@@ -391,30 +395,25 @@ class Timeline:
 
     @staticmethod
     def _note_changes(pod: PodState, observed: float) -> None:
+        """Remember a watch update when something visible changed: a milestone
+        (nodeName set is ``bound``), the phase, the status or waiting reason, a
+        deletion request or a DisruptionTarget (as flag bits above the milestones)."""
+        bits = pod.reached
+        if pod.deletion_requested is not None:
+            bits |= DELETING_BIT
+        if pod.disruption is not None:
+            bits |= DISRUPTION_BIT
         changes = pod.changes
-        deleting = pod.deletion_requested is not None
         if changes:
             last = changes[-1]
             if (
-                last[7] == pod.reached
-                and last[1] == pod.node
+                last[1] == bits
                 and last[2] == pod.phase
                 and last[3] == pod.status_reason
                 and last[4] == pod.waiting
-                and last[5] == deleting
-                and last[6] == pod.disruption
             ):
                 return
-        entry = (
-            observed,
-            pod.node,
-            pod.phase,
-            pod.status_reason,
-            pod.waiting,
-            deleting,
-            pod.disruption,
-            pod.reached,
-        )
+        entry = (observed, bits, pod.phase, pod.status_reason, pod.waiting)
         pod.last_change = observed
         if len(changes) < MAX_CHANGES:
             changes.append(entry)
@@ -435,7 +434,7 @@ class Timeline:
             self.skipped[f"Event about {facts.kind or 'nothing'}"] += 1
             return None
         pod = self._pod_for_event(facts)
-        key = facts.key
+        key = hash(facts.key)
         index = next((i for i, e in enumerate(pod.events) if e.key == key), -1)
         record = pod.events[index] if index >= 0 else None
         if record is not None and _not_newer(facts, record):

@@ -68,6 +68,10 @@ MILESTONES: tuple[str, ...] = (
     "deleted",
 )
 
+# A pod's recorded changes carry a bit per milestone reached, and these flags above them.
+DELETING_BIT = 1 << 20
+DISRUPTION_BIT = 1 << 21
+
 
 @dataclass(frozen=True, slots=True)
 class Stage:
