@@ -53,6 +53,7 @@ class KubeletTimings:
     start: tuple[float, float] = (0.02, 0.2)
     ready: tuple[float, float] = (0.0, 2.0)
     init_run: tuple[float, float] = (0.5, 3.0)
+    pleg: tuple[float, float] = (0.05, 1.0)  # generic PLEG relists every second
     kill: tuple[float, float] = (0.3, 2.5)
     image_size: tuple[int, int] = (5_000_000, 250_000_000)
     node_status_frequency: float = 10.0
@@ -447,7 +448,8 @@ class Kubelet:
             return
         ps.sandbox = True
         ps.pod_ip = self._next_ip()
-        self._status_soon(ps)
+        # No status write here: the pod worker is still inside this syncPod (pulling,
+        # starting); the next write comes when PLEG reports the containers started.
         self._next_container(ps)
 
     def _next_ip(self) -> str:
@@ -559,20 +561,22 @@ class Kubelet:
         c["state"] = {"running": {"startedAt": stamp(now)}}
         c["started"] = True
         c["containerID"] = f"containerd://{ps.uid.replace('-', '')}{i:02d}{c['restartCount']:04d}"
-        c["imageID"] = (
-            f"{spec_c['image'].split(':')[0]}@sha256:{hashlib.sha256(spec_c['image'].encode()).hexdigest()}"
-        )
+        c["imageID"] = image_id(spec_c["image"])
         if group == "initContainers":
             self._later(self.t.init_run, self._init_done, ps, c)
-            self._status_soon(ps)
+            self._status_soon(ps, self.t.pleg)
             return
+        # Without a readiness probe a started container is ready at once.
+        c["ready"] = "readinessProbe" not in spec_c
         if all("running" in x["state"] for x in ps.app):
             ps.phase = "Running"
-            self._later(self.t.ready, self._ready, ps)
+            ps.ready = all(x["ready"] for x in ps.app)
+            if not ps.ready:
+                self._later(self.t.ready, self._ready, ps)
         gen = ps.generation
         if ps.behaviour.run_for is not None:
             self._later(ps.behaviour.run_for, self._exited, ps, spec_c, c, i, gen)
-        self._status_soon(ps)
+        self._status_soon(ps, self.t.pleg)
 
     def _init_done(self, ps: PodState, c: Obj) -> None:
         if ps.terminating or ps.done:
@@ -589,7 +593,7 @@ class Kubelet:
         }
         c["started"] = False
         c["ready"] = True
-        self._status_soon(ps)
+        self._status_soon(ps, self.t.pleg)
         self._next_container(ps)
 
     def _ready(self, ps: PodState) -> None:
@@ -625,7 +629,7 @@ class Kubelet:
                 ps.phase = "Succeeded" if all(x == 0 for x in codes) else "Failed"
                 ps.done = True
                 self._release(ps)
-            self._status_soon(ps)
+            self._status_soon(ps, self.t.pleg)
             return
         c["lastState"] = {"terminated": terminated}
         c["restartCount"] += 1
@@ -647,7 +651,7 @@ class Kubelet:
             f"{meta['name']}_{meta['namespace']}({ps.uid})",
             f"spec.containers{{{name}}}",
         )
-        self._status_soon(ps)
+        self._status_soon(ps, self.t.pleg)
         self._later(ps.crash_backoff, self._restart, ps, spec_c, c, i)
 
     def _restart(self, ps: PodState, spec_c: Obj, c: Obj, i: int) -> None:
@@ -732,12 +736,16 @@ class Kubelet:
 
     # --- status manager --------------------------------------------------------------------
 
-    def _status_soon(self, ps: PodState) -> None:
-        """The status manager batches: one write soon, carrying the state at write time."""
+    def _status_soon(self, ps: PodState, delay: tuple[float, float] | None = None) -> None:
+        """The status manager batches: one write soon, carrying the state at write time.
+
+        Container state changes reach it through PLEG's relist (``t.pleg``), the rest after
+        ``t.status``.
+        """
         if ps.status_pending:
             return
         ps.status_pending = True
-        self._later(self.t.status, self._write_status, ps)
+        self._later(delay or self.t.status, self._write_status, ps)
 
     def _write_status(self, ps: PodState) -> None:
         ps.status_pending = False
@@ -948,6 +956,18 @@ class Kubelet:
         mirror = self.api.find("pods", ps.pod["metadata"]["namespace"], full)
         if mirror is not None:
             self._later(self.loop.uniform((20.0, 30.0)), self._delete_now, mirror)
+
+
+_image_ids: dict[str, str] = {}
+
+
+def image_id(image: str) -> str:
+    """A stable digest reference for an image, as containerd reports it."""
+    found = _image_ids.get(image)
+    if found is None:
+        digest = hashlib.sha256(image.encode()).hexdigest()
+        found = _image_ids[image] = f"{image.split(':')[0]}@sha256:{digest}"
+    return found
 
 
 def _insufficient(resource: str, requested: int, used: int, capacity: int) -> str:
