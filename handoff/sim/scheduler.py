@@ -109,6 +109,7 @@ class Scheduler:
         self.nodes: dict[str, NodeInfo] = {}
         self.unknown_nodes: dict[str, list[int]] = {}
         self.order: list[str] = []
+        self.infos: list[NodeInfo] = []  # NodeInfo in ``order``: the filter loop's list
         self.cache: dict[str, tuple[str, int, int]] = {}  # uid -> (node, cpu, mem)
         self.assumed: set[str] = set()
         self.active: deque[tuple[str, str, str]] = deque()
@@ -180,6 +181,7 @@ class Scheduler:
             gone = self.nodes.pop(name, None)
             if gone is not None:
                 self.order.remove(name)
+                self.infos.remove(gone)
                 if gone.npods:
                     self.unknown_nodes[name] = [gone.req_cpu, gone.req_mem, gone.npods]
             return
@@ -188,6 +190,7 @@ class Scheduler:
             info = NodeInfo(node)
             self.nodes[name] = info
             self.order.append(name)
+            self.infos.append(info)
             waiting = self.unknown_nodes.pop(name, None)
             if waiting is not None:
                 info.req_cpu, info.req_mem, info.npods = waiting
@@ -309,19 +312,16 @@ class Scheduler:
         cpu, mem = pod_requests(pod)
         tolerations = spec.get("tolerations") or []
         needs_affinity = bool(spec.get("nodeSelector") or spec.get("affinity"))
-        order = self.order
-        n = len(order)
+        infos = self.infos
+        n = len(infos)
         want = self._num_to_find(n)
         reasons: dict[str, int] = {}
-        best: NodeInfo | None = None
-        best_score = -1.0
-        ties = 0
+        best: list[NodeInfo] = []
+        best_score = -1
         found = processed = 0
-        rng = self.loop.rng
         start = self.next_start % n if n else 0
-        nodes = self.nodes
         for i in range(n):
-            info = nodes[order[(start + i) % n]]
+            info = infos[(start + i) % n]
             processed += 1
             # Fast path for the common node: no taints, schedulable, room to spare.
             if (
@@ -339,22 +339,32 @@ class Scheduler:
                     reasons[r] = reasons.get(r, 0) + 1
                 continue
             found += 1
+            # NodeResourcesFit LeastAllocated: integer 0-100 per resource, averaged.
             score = (
-                (info.alloc_cpu - info.req_cpu - cpu) / info.alloc_cpu if info.alloc_cpu else 0
-            ) + ((info.alloc_mem - info.req_mem - mem) / info.alloc_mem if info.alloc_mem else 0)
+                (
+                    (info.alloc_cpu - info.req_cpu - cpu) * 100 // info.alloc_cpu
+                    if info.alloc_cpu
+                    else 0
+                )
+                + (
+                    (info.alloc_mem - info.req_mem - mem) * 100 // info.alloc_mem
+                    if info.alloc_mem
+                    else 0
+                )
+            ) // 2
             if score > best_score:
-                best, best_score, ties = info, score, 1
+                best, best_score = [info], score
             elif score == best_score:
-                ties += 1
-                if rng.randrange(ties) == 0:
-                    best = info
+                best.append(info)
             if found >= want:
                 break
         self.next_start = (start + processed) % n if n else 0
-        if best is None:
+        if not best:
             self._fail(key, pod, fit_error(n, reasons))
             return
-        self._assume(key, pod, best, cpu, mem)
+        # selectHost: a uniformly random one of the best-scored nodes.
+        chosen = best[0] if len(best) == 1 else best[self.loop.rng.randrange(len(best))]
+        self._assume(key, pod, chosen, cpu, mem)
 
     def _filter(
         self,
