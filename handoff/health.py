@@ -8,6 +8,8 @@ import time
 
 import redis
 
+from handoff import store
+
 HEARTBEAT_KEY = "handoff:health:worker-heartbeat"
 
 
@@ -41,8 +43,48 @@ def check_celery(client: redis.Redis, now: float, stale_after: float) -> dict:
 
 
 def check_streams(client: redis.Redis, now: float) -> dict:
-    # Filled by the ingestion (issue 5): per stream lag, lease holder, last error.
-    return {}
+    """Per cluster, per stream: lag (now - last event), lease holder, last error, events/s.
+
+    The holder is reported as held or not only: its value names a host. Error texts are
+    class names and HTTP statuses (see handoff/sources), never messages from the server.
+    """
+    report: dict[str, dict] = {}
+    for name, config in store.clusters(client).items():
+        report[name] = {
+            stream: _stream_health(client, name, stream, now) for stream in config.streams()
+        }
+    return report
+
+
+def _stream_health(client: redis.Redis, cluster: str, stream: str, now: float) -> dict:
+    state = store.stream_state(client, cluster, stream)
+    holder = store.holder(client, cluster, stream)
+    last = _float(state.get("last_event"))
+    started = _float(state.get("started"))
+    events = int(state.get("events") or 0)
+    since = int(state.get("events_at_start") or 0)
+    window = now - started if started is not None else None
+    return {
+        "ok": holder is not None,
+        "held": holder is not None,
+        "lag_s": None if last is None else round(max(0.0, now - last), 1),
+        "events": events,
+        "events_per_s": round((events - since) / window, 1) if window and window > 0 else None,
+        "last_error": state.get("last_error") or None,
+        "error_age_s": _age(state.get("error_at"), now),
+    }
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
+def _age(text: str | None, now: float) -> float | None:
+    at = _float(text)
+    return None if at is None else round(max(0.0, now - at), 1)
 
 
 def report(client: redis.Redis, now: float, stale_after: float) -> dict:

@@ -197,3 +197,29 @@ LOGGING = {
         "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
     },
 }
+
+# Live ingestion (handoff/tasks.py, handoff/ingest.py, handoff/sources/): watch windows,
+# leases, the fold's coalescing and retention. docs/configuration.md lists them.
+HANDOFF_WATCH_WINDOW = envint("HANDOFF_WATCH_WINDOW", "300")
+HANDOFF_WATCH_SERVER_TIMEOUT = envint("HANDOFF_WATCH_SERVER_TIMEOUT", "240")
+HANDOFF_WATCH_READ_TIMEOUT = envint("HANDOFF_WATCH_READ_TIMEOUT", "90")
+HANDOFF_LEASE_TTL = envint("HANDOFF_LEASE_TTL", "6")
+HANDOFF_SUPERVISE_INTERVAL = envint("HANDOFF_SUPERVISE_INTERVAL", "3")
+HANDOFF_STUCK_AFTER = envint("HANDOFF_STUCK_AFTER", "60")
+HANDOFF_PUSH_INTERVAL_MS = envint("HANDOFF_PUSH_INTERVAL_MS", "50")
+HANDOFF_SNAPSHOT_INTERVAL = envint("HANDOFF_SNAPSHOT_INTERVAL", "60")
+HANDOFF_RETENTION_HOURS = envint("HANDOFF_RETENTION_HOURS", "24")
+HANDOFF_STREAM_MAXLEN = envint("HANDOFF_STREAM_MAXLEN", "2000000")
+CELERY_TASK_ROUTES = {
+    "handoff.tasks.watch": {"queue": "watch"},
+    "handoff.tasks.fold": {"queue": "watch"},
+    "handoff.tasks.simulate": {"queue": "watch"},
+}
+# Watch tasks run for minutes: a worker process takes one at a time, so a task waiting in
+# the queue goes to a free worker instead of queueing behind a busy one.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BEAT_SCHEDULE["supervise"] = {
+    "task": "handoff.tasks.supervise",
+    "schedule": HANDOFF_SUPERVISE_INTERVAL,
+    "options": {"expires": HANDOFF_SUPERVISE_INTERVAL * 2},
+}

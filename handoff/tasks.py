@@ -1,18 +1,217 @@
-"""Celery tasks. Kept thin: each one calls domain or store code and returns."""
+"""Celery tasks. Kept thin: each one calls domain or store code and returns.
 
+Long-running ones (queue ``watch``) hold a Redis lease for their (cluster, stream), so at
+most one runs per stream whatever the number of workers; they run for a bounded window
+and enqueue their successor. ``supervise`` (beat) restarts any stream whose lease lapsed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
 import time
 
 import redis
 from celery import shared_task
 from django.conf import settings
 
-from handoff import health
+from handoff import health, store
+from handoff.ingest import Folder, FoldSettings
+from handoff.push import Publisher
+from handoff.sources.base import WatchSettings
+from handoff.sources.sink import StreamSink
+
+log = logging.getLogger(__name__)
+TASK_OF = {
+    "pods": "handoff.tasks.watch",
+    "nodes": "handoff.tasks.watch",
+    "events": "handoff.tasks.watch",
+    "fold": "handoff.tasks.fold",
+    "simulator": "handoff.tasks.simulate",
+}
+
+
+def _redis() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+def watch_settings() -> WatchSettings:
+    return WatchSettings(
+        window=settings.HANDOFF_WATCH_WINDOW,
+        server_timeout=settings.HANDOFF_WATCH_SERVER_TIMEOUT,
+        read_timeout=settings.HANDOFF_WATCH_READ_TIMEOUT,
+        lease_ttl=settings.HANDOFF_LEASE_TTL,
+    )
+
+
+def fold_settings() -> FoldSettings:
+    return FoldSettings(
+        stuck_after=float(settings.HANDOFF_STUCK_AFTER),
+        push_interval=settings.HANDOFF_PUSH_INTERVAL_MS / 1000,
+        snapshot_interval=float(settings.HANDOFF_SNAPSHOT_INTERVAL),
+        retention_hours=float(settings.HANDOFF_RETENTION_HOURS),
+        max_events=settings.HANDOFF_STREAM_MAXLEN,
+    )
 
 
 @shared_task(name="handoff.tasks.heartbeat", ignore_result=True)
 def heartbeat() -> None:
-    client = redis.Redis.from_url(settings.REDIS_URL)
+    client = _redis()
     try:
         health.write_heartbeat(client, now=time.time())
     finally:
         client.close()
+
+
+def _lease(client: redis.Redis, cluster: str, stream: str, task_id: str | None) -> store.Lease:
+    return store.Lease(
+        client,
+        store.lease_key(cluster, stream),
+        store.holder_id(task_id),
+        settings.HANDOFF_LEASE_TTL,
+    )
+
+
+def _hand_over(client: redis.Redis, cluster: str, stream: str, lease: store.Lease) -> None:
+    """Release the stream and enqueue its successor, if the cluster is still configured."""
+    lease.release()
+    if store.cluster(client, cluster) is not None:
+        client.set(store.pending_key(cluster, stream), "1", ex=settings.HANDOFF_LEASE_TTL * 3)
+        start_stream(cluster, stream)
+
+
+def start_stream(cluster: str, stream: str) -> None:
+    args = [cluster, stream] if TASK_OF[stream] == "handoff.tasks.watch" else [cluster]
+    from handoff.celery import app
+
+    app.send_task(TASK_OF[stream], args=args, queue="watch")
+
+
+def _note_start(client: redis.Redis, cluster: str, stream: str) -> None:
+    """Events/s in /healthz counts from here: the holder's window."""
+    events = store.stream_state(client, cluster, stream).get("events", "0")
+    store.note_stream(client, cluster, stream, started=time.time(), events_at_start=events)
+
+
+@shared_task(name="handoff.tasks.watch", bind=True, ignore_result=True)
+def watch(self, cluster: str, resource: str) -> str:
+    """List then watch one resource of a cluster for a window, under its lease."""
+    from handoff.sources.kube import KubeSource
+    from handoff.sources.watching import WatchLoop
+
+    client = _redis()
+    config = store.cluster(client, cluster)
+    lease = _lease(client, cluster, resource, self.request.id)
+    if config is None or not lease.acquire():
+        return "skipped"
+    client.delete(store.pending_key(cluster, resource))
+    tuning = watch_settings()
+    try:
+        source = KubeSource.for_cluster(config)
+        sink = StreamSink(client, cluster, resource, maxlen=settings.HANDOFF_STREAM_MAXLEN)
+        _note_start(client, cluster, resource)
+        loop = WatchLoop(source, sink, resource, tuning, lease)
+        stopped = loop.run(time.monotonic() + tuning.window)
+    except Exception as exc:
+        store.note_stream(
+            client, cluster, resource, last_error=type(exc).__name__, error_at=time.time()
+        )
+        lease.release()
+        raise
+    if stopped == "window":
+        _hand_over(client, cluster, resource, lease)
+    return stopped
+
+
+@shared_task(name="handoff.tasks.fold", bind=True, ignore_result=True)
+def fold(self, cluster: str) -> str:
+    """Fold the cluster's stream into pod state for a window, under the fold lease."""
+    client = _redis()
+    lease = _lease(client, cluster, store.FOLD, self.request.id)
+    if store.cluster(client, cluster) is None or not lease.acquire():
+        return "skipped"
+    client.delete(store.pending_key(cluster, store.FOLD))
+    lost = threading.Event()
+    keeper = lease.keep(lost)
+    publisher = Publisher(cluster)
+    folder = Folder(client, cluster, fold_settings(), publisher)
+    deadline = time.monotonic() + settings.HANDOFF_WATCH_WINDOW
+    try:
+        _note_start(client, cluster, store.FOLD)
+        folder.restore()
+        while not lost.is_set() and time.monotonic() < deadline:
+            folded = folder.step()
+            if folded:
+                pipe = client.pipeline(transaction=False)
+                pipe.hincrby(store.stream_key(cluster, store.FOLD), "events", folded)
+                store.note_stream(pipe, cluster, store.FOLD, last_event=time.time())
+                pipe.execute()
+        if not lost.is_set():
+            folder.flush()
+            folder.snapshot()
+    except Exception as exc:
+        store.note_stream(
+            client, cluster, store.FOLD, last_error=type(exc).__name__, error_at=time.time()
+        )
+        raise
+    finally:
+        stopped = "lost" if lost.is_set() else "window"
+        lost.set()
+        keeper.join(timeout=5)
+        publisher.close()
+    if stopped == "window":
+        _hand_over(client, cluster, store.FOLD, lease)
+    return stopped
+
+
+@shared_task(name="handoff.tasks.simulate", bind=True, ignore_result=True)
+def simulate(self, cluster: str) -> str:
+    """Run a simulator cluster's scenario in this worker, into the cluster's stream."""
+    from handoff.sources.simulator import run_simulation
+
+    client = _redis()
+    config = store.cluster(client, cluster)
+    lease = _lease(client, cluster, "simulator", self.request.id)
+    if config is None or not lease.acquire():
+        return "skipped"
+    client.delete(store.pending_key(cluster, "simulator"))
+    stop = threading.Event()
+    keeper = lease.keep(stop)
+    sink = StreamSink(client, cluster, "simulator", track_known=False)
+    _note_start(client, cluster, "simulator")
+    try:
+        run_simulation(sink, config, stop, speed=float(config.options.get("speed", 1.0)))
+        if not stop.is_set():  # the scenario ended: nothing for supervise to restart
+            store.note_stream(client, cluster, "simulator", finished=time.time())
+    finally:
+        stop.set()
+        keeper.join(timeout=5)
+        lease.release()
+    return "finished"
+
+
+@shared_task(name="handoff.tasks.supervise", ignore_result=True)
+def supervise() -> list[str]:
+    """Start every configured stream that has no live holder (a crashed worker's lease
+    lapses after HANDOFF_LEASE_TTL; beat runs this every HANDOFF_SUPERVISE_INTERVAL)."""
+    client = _redis()
+    started = []
+    try:
+        for name, config in store.clusters(client).items():
+            for stream in config.streams():
+                if stream == "simulator" and store.stream_state(client, name, stream).get(
+                    "finished"
+                ):
+                    continue
+                if client.exists(store.lease_key(name, stream)):
+                    continue
+                # One start in flight per stream, however many beats pass before it runs.
+                pending = store.pending_key(name, stream)
+                if client.set(pending, "1", nx=True, ex=settings.HANDOFF_LEASE_TTL * 3):
+                    start_stream(name, stream)
+                    started.append(f"{name}/{stream}")
+    finally:
+        client.close()
+    if started:
+        log.info("started streams: %s", ", ".join(started))
+    return started

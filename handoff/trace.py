@@ -294,6 +294,10 @@ class TraceWriter:
     ) -> None:
         self._stream.write(encode_event(observed, type_, obj, cluster))
 
+    def write_line(self, line: bytes) -> None:
+        """An already-encoded event line (from a stream), written as is."""
+        self._stream.write(line if line.endswith(b"\n") else line + b"\n")
+
     def close(self) -> None:
         self._stream.flush()
         if self._raw is not None:

@@ -4,25 +4,14 @@ The ingestion publishes to the cluster's group; the content of those messages an
 snapshot/cursor protocol arrive with the dashboard (issue 6).
 """
 
-import re
-
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-# Channels refuses other group names; checking here turns that into a clean close code.
-GROUP_NAME = re.compile(r"^[a-zA-Z0-9\-_.]+$")
-GROUP_NAME_MAX = 99
-GROUP_PREFIX = "cluster."
+# The group name (and what makes a cluster name usable for it) is the ingestion's: it
+# publishes there (handoff/push.py).
+from handoff.push import GROUP_PREFIX, cluster_group  # noqa: F401 - re-exported
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_BAD_CLUSTER = 4400
-
-
-def cluster_group(cluster: str) -> str | None:
-    """The Channels group of a cluster's live updates, or None for an unusable name."""
-    group = GROUP_PREFIX + cluster
-    if len(group) > GROUP_NAME_MAX or not GROUP_NAME.match(cluster):
-        return None
-    return group
 
 
 class ClusterConsumer(AsyncJsonWebsocketConsumer):

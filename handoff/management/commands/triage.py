@@ -21,7 +21,11 @@ class Command(BaseCommand):
     help = "Fold a trace into per-pod handoff timelines and print their verdicts, worst first."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--trace", required=True, help="trace v1 file (.jsonl or .jsonl.gz)")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--trace", help="trace v1 file (.jsonl or .jsonl.gz)")
+        source.add_argument(
+            "--cluster", help="a live cluster: its state in Redis (the fold's snapshot and stream)"
+        )
         parser.add_argument(
             "--at", help="evaluate at this RFC 3339 time (default: the last observed time)"
         )
@@ -42,6 +46,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         at = _parse_at(options["at"])
+        if options["cluster"]:
+            self._print(_live_report(options["cluster"], at, options), options)
+            return
         try:
             timeline, reader = fold_file(options["trace"], until=at)
         except OSError as exc:
@@ -60,10 +67,38 @@ class Command(BaseCommand):
             errors=reader.errors,
             only=options["verdict"],
         )
+        self._print(report, options)
+
+    def _print(self, report: dict[str, Any], options: dict[str, Any]) -> None:
         if options["format"] == "json":
             _write_bytes(self.stdout, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
         else:
             self.stdout.write(render_table(report, colour=_colour_wanted(self.stdout)))
+
+
+def _live_report(cluster: str, at: float | None, options: dict[str, Any]) -> dict[str, Any]:
+    """The same report from a live cluster: the fold's state rebuilt from Redis, judged at
+    the time the fold last evaluated it (its cluster clock) unless --at says otherwise."""
+    import redis
+    from django.conf import settings
+
+    from handoff import store
+    from handoff.ingest import Folder
+
+    with redis.Redis.from_url(settings.REDIS_URL) as client:
+        if store.cluster(client, cluster) is None and not client.exists(store.events_key(cluster)):
+            raise CommandError(f"no cluster named {cluster!r} (python manage.py clusters list)")
+        folder = Folder(client, cluster)
+        folder.load()
+        evaluated = store.fold_state(client, cluster).get("evaluated_at")
+    if at is None and evaluated:
+        at = max(parse_time(evaluated), folder.timeline.last_observed or 0.0)
+    report = build_report(
+        folder.timeline, at=at, stuck_after=options["stuck_after"], only=options["verdict"]
+    )
+    for view in report["pods"]:
+        view["deleted_blind"] = folder.blind.get(view["uid"] or "")
+    return report
 
 
 def _parse_at(value: str | None) -> float | None:

@@ -1,0 +1,106 @@
+"""``manage.py clusters add|list|remove|sync``: the clusters Handoff watches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from handoff import store
+from handoff.models import Cluster, sync_registry
+
+
+class Command(BaseCommand):
+    help = "Add, list or remove the clusters Handoff watches."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        add = sub.add_parser("add", help="watch a cluster")
+        add.add_argument("name")
+        how = add.add_mutually_exclusive_group(required=True)
+        how.add_argument(
+            "--kubeconfig",
+            metavar="PATH",
+            help="a kubeconfig file (its path is stored, not its contents)",
+        )
+        how.add_argument("--in-cluster", action="store_true", help="this pod's service account")
+        how.add_argument(
+            "--simulator", metavar="SCENARIO", help="the built-in simulator, in a worker"
+        )
+        how.add_argument("--trace", metavar="FILE", help="a recorded trace (fed with `replay`)")
+        add.add_argument("--context", default="", help="kubeconfig context (default: current)")
+        add.add_argument("--seed", type=int, default=0, help="--simulator: RNG seed")
+        add.add_argument("--speed", type=float, default=1.0, help="--simulator: virtual s per s")
+        add.add_argument(
+            "--start", action="store_true", help="start its streams now (else beat does)"
+        )
+        sub.add_parser("list", help="the configured clusters")
+        remove = sub.add_parser("remove", help="stop watching a cluster and drop its data")
+        remove.add_argument("name")
+        remove.add_argument("--keep-data", action="store_true", help="keep its Redis keys")
+        sub.add_parser("sync", help="rewrite the workers' copy in Redis from the database")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        getattr(self, "_" + options["action"])(options)
+
+    def _add(self, options: dict[str, Any]) -> None:
+        cluster = Cluster(name=options["name"], context=options["context"])
+        if options["kubeconfig"]:
+            cluster.kind = Cluster.KUBECONFIG
+            cluster.kubeconfig = str(Path(options["kubeconfig"]).resolve())
+        elif options["in_cluster"]:
+            cluster.kind = Cluster.IN_CLUSTER
+        elif options["simulator"]:
+            cluster.kind = Cluster.SIMULATOR
+            cluster.scenario = options["simulator"]
+            cluster.options = {"seed": options["seed"], "speed": options["speed"]}
+        else:
+            cluster.kind = Cluster.TRACE
+            cluster.trace = str(Path(options["trace"]).resolve())
+        try:
+            cluster.full_clean()
+        except ValidationError as exc:
+            raise CommandError(
+                "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
+            ) from exc
+        cluster.save()
+        self.stdout.write(f"added {cluster.name} ({cluster.kind})")
+        if options["start"]:
+            from handoff.tasks import start_stream
+
+            for stream in cluster.config().streams():
+                start_stream(cluster.name, stream)
+
+    def _list(self, options: dict[str, Any]) -> None:
+        rows = [("NAME", "KIND", "WHERE")]
+        for cluster in Cluster.objects.all():
+            where = {
+                Cluster.KUBECONFIG: f"{cluster.kubeconfig}"
+                + (f" ({cluster.context})" if cluster.context else ""),
+                Cluster.IN_CLUSTER: "service account",
+                Cluster.SIMULATOR: cluster.scenario,
+                Cluster.TRACE: cluster.trace,
+            }[cluster.kind]
+            rows.append((cluster.name, cluster.kind, where))
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        for row in rows:
+            self.stdout.write(
+                "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            )
+
+    def _remove(self, options: dict[str, Any]) -> None:
+        cluster = Cluster.objects.filter(name=options["name"]).first()
+        if cluster is None:
+            raise CommandError(f"no cluster named {options['name']!r}")
+        cluster.delete()  # unregisters it: its streams stop at their next hand-over
+        if not options["keep_data"]:
+            with redis.Redis.from_url(settings.REDIS_URL) as client:
+                store.forget_cluster(client, options["name"])
+        self.stdout.write(f"removed {options['name']}")
+
+    def _sync(self, options: dict[str, Any]) -> None:
+        self.stdout.write(f"{sync_registry()} clusters written to Redis")

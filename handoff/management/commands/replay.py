@@ -1,0 +1,91 @@
+"""``manage.py replay FILE --cluster NAME [--speed X|max]``: a trace through the live path."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from handoff import store
+from handoff.sources.trace import replay
+
+
+class Command(BaseCommand):
+    help = "Send a recorded trace through the ingestion (stream, fold, push) of a cluster."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", help="trace v1 (.jsonl or .jsonl.gz)")
+        parser.add_argument("--cluster", required=True, help="a configured cluster's name")
+        parser.add_argument(
+            "--speed", default="max", help="recorded seconds per second, or 'max' (default)"
+        )
+        parser.add_argument(
+            "--no-fold", action="store_true", help="do not start the cluster's fold worker"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        speed = _speed(options["speed"])
+        name = options["cluster"]
+        with redis.Redis.from_url(settings.REDIS_URL) as client:
+            if store.cluster(client, name) is None:
+                raise CommandError(
+                    f"no cluster named {name!r}: add it first "
+                    f"(python manage.py clusters add {name} --trace {options['file']})"
+                )
+            if not options["no_fold"] and store.holder(client, name, store.FOLD) is None:
+                from handoff.tasks import start_stream
+
+                start_stream(name, store.FOLD)
+            bar = _Bar(self.stdout) if _tty(self.stdout) else None
+            try:
+                reader = replay(
+                    client, name, options["file"], speed, progress=bar.show if bar else None
+                )
+            except OSError as exc:
+                raise CommandError(f"cannot read {options['file']}: {exc}") from exc
+        if bar is not None:
+            bar.done()
+        for error in reader.errors[:20]:
+            self.stderr.write(f"{options['file']}: {error}")
+        self.stdout.write(f"replayed {reader.lines_read} lines into {name}")
+
+
+def _speed(text: str) -> float | None:
+    if text == "max":
+        return None
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise CommandError(f"--speed takes a number or 'max', not {text!r}") from exc
+    if value <= 0:
+        raise CommandError("--speed must be positive")
+    return value
+
+
+def _tty(stream: Any) -> bool:
+    isatty = getattr(getattr(stream, "_out", stream), "isatty", None)
+    return bool(isatty and isatty())
+
+
+class _Bar:
+    WIDTH = 40
+
+    def __init__(self, stream: Any) -> None:
+        self.out = getattr(stream, "_out", sys.stdout)
+        self.shown = -1
+
+    def show(self, sent: int, fraction: float) -> None:
+        filled = int(self.WIDTH * min(1.0, fraction))
+        if filled == self.shown:
+            return
+        self.shown = filled
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        self.out.write(f"\r[{bar}] {fraction:4.0%} {sent} events")
+        self.out.flush()
+
+    def done(self) -> None:
+        self.out.write("\n")
+        self.out.flush()

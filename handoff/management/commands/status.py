@@ -1,0 +1,57 @@
+"""``manage.py status``: every watch stream's lag, lease holder, last error and rate."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+import redis
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from handoff import health, store
+
+COLUMNS = ("CLUSTER", "STREAM", "HOLDER", "LAG", "EVENTS", "EVENTS/S", "LAST ERROR")
+
+
+class Command(BaseCommand):
+    help = "Show each watch stream: lag (now - last event), lease holder, last error, events/s."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--format", choices=("table", "json"), default="table")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        with redis.Redis.from_url(settings.REDIS_URL) as client:
+            now = time.time()
+            report = health.check_streams(client, now)
+            holders = {
+                (name, stream): store.holder(client, name, stream) or "-"
+                for name, streams in report.items()
+                for stream in streams
+            }
+        if options["format"] == "json":
+            self.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+            return
+        rows = [COLUMNS]
+        for name, streams in report.items():
+            for stream, s in streams.items():
+                rows.append(
+                    (
+                        name,
+                        stream,
+                        holders[(name, stream)],
+                        "-" if s["lag_s"] is None else f"{s['lag_s']}s",
+                        str(s["events"]),
+                        "-" if s["events_per_s"] is None else str(s["events_per_s"]),
+                        s["last_error"] or "",
+                    )
+                )
+        if len(rows) == 1:
+            self.stdout.write("no clusters configured (python manage.py clusters add ...)")
+            return
+        widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+        for row in rows:
+            self.stdout.write(
+                "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            )

@@ -1,0 +1,105 @@
+"""Push: changed pods to the cluster's Channels group, coalesced, with a resumable cursor.
+
+Message (``type`` "cluster.update", the consumer forwards ``data`` as is)::
+
+    {"cursor": "1717000000000-3", "pods": [pod view, ...], "removed": [uid, ...],
+     "evaluated_at": "...Z", "more": false}
+
+``cursor`` is the id of the last stream entry folded into the state the message shows;
+cursors only grow (compare them as (ms, seq) pairs: ``store.stream_id_key``). A client that
+loads the pods (with the fold's cursor from ``handoff:{c}:fold``) ignores messages whose
+cursor is not newer, and after a reconnect reloads. A burst is split into messages of at
+most ``MAX_PODS``; all but the last say ``more: true``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import re
+import threading
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+GROUP_PREFIX = "cluster."
+GROUP_NAME_MAX = 99  # Channels refuses group names of 100 characters and more.
+NAME = re.compile(r"^[a-zA-Z0-9\-_.]+$")
+MESSAGE_TYPE = "cluster.update"
+MAX_PODS = 500
+
+
+def cluster_group(cluster: str) -> str | None:
+    """The Channels group of a cluster's live updates, or None for an unusable name."""
+    group = GROUP_PREFIX + cluster
+    if len(group) > GROUP_NAME_MAX or not NAME.match(cluster):
+        return None
+    return group
+
+
+def messages(
+    cursor: str, pods: list[dict[str, Any]], removed: list[str], evaluated_at: str
+) -> list[dict[str, Any]]:
+    chunks = [pods[i : i + MAX_PODS] for i in range(0, len(pods), MAX_PODS)] or [[]]
+    out = []
+    for index, chunk in enumerate(chunks):
+        last = index == len(chunks) - 1
+        data = {
+            "cursor": cursor,
+            "pods": chunk,
+            "removed": removed if last else [],
+            "evaluated_at": evaluated_at,
+            "more": not last,
+        }
+        out.append({"type": MESSAGE_TYPE, "data": data})
+    return out
+
+
+class Publisher:
+    """Sends group messages from a thread of its own, in order, so the fold never waits
+    on the channel layer; one event loop, so channels-redis keeps one connection pool."""
+
+    def __init__(self, cluster: str, layer: Any = None) -> None:
+        self.group = cluster_group(cluster)
+        self._layer = layer
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=1000)
+        self._thread: threading.Thread | None = None
+        self.sent = 0
+
+    def publish(self, message: dict[str, Any]) -> None:
+        if self.group is None:
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        try:
+            self._queue.put_nowait(message)
+        except queue.Full:
+            # Browsers that cannot keep up reload from the store; the fold goes on.
+            log.warning("push queue full for %s: dropping a message", self.group)
+
+    def close(self, timeout: float = 5.0) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _run(self) -> None:
+        if self._layer is None:
+            from channels.layers import get_channel_layer
+
+            self._layer = get_channel_layer()
+        loop = asyncio.new_event_loop()
+        try:
+            while True:
+                message = self._queue.get()
+                if message is None:
+                    return
+                try:
+                    loop.run_until_complete(self._layer.group_send(self.group, message))
+                    self.sent += 1
+                except Exception:
+                    log.exception("push to %s failed", self.group)
+        finally:
+            loop.close()
