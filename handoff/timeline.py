@@ -71,6 +71,9 @@ NODE_DOWN_TAINTS = frozenset({"node.kubernetes.io/unreachable", "node.kubernetes
 PODGC_PERIOD = 20.0
 PODGC_QUARANTINE = 40.0
 MAX_CHANGES = 64
+ROUTINE_REASONS = frozenset(
+    {"Pulling", "Pulled", "Created", "Started", "Killing", "BackOff", "SandboxChanged"}
+)
 DELETING_BIT = v.DELETING_BIT
 DISRUPTION_BIT = v.DISRUPTION_BIT
 
@@ -343,9 +346,13 @@ class Timeline:
             pod.saw_unbound = True
         elif not pod.node:
             self._mark_bound(pod, observed, facts)
-        pod.node = intern(node) if node else pod.node
-        pod.phase = intern(facts.phase) if facts.phase else pod.phase
-        pod.status_reason = intern(facts.reason)
+        # Share strings that repeat across pods; skip the lookup when nothing changed.
+        if node and node != pod.node:
+            pod.node = intern(node)
+        if facts.phase and facts.phase != pod.phase:
+            pod.phase = intern(facts.phase)
+        if facts.reason != pod.status_reason:
+            pod.status_reason = intern(facts.reason)
         pod.status_message = facts.message
         if meta.deletionTimestamp and pod.deletion_requested is None:
             pod.deletion_requested = observed
@@ -354,7 +361,8 @@ class Timeline:
             pod.unschedulable_message = facts.unschedulable_message
         if facts.disruption is not None:
             pod.disruption = facts.disruption
-        pod.waiting = intern(facts.waiting)
+        if facts.waiting != pod.waiting:
+            pod.waiting = intern(facts.waiting)
         pod.terminated = facts.terminated or pod.terminated
         if pod.phase in ("Succeeded", "Failed"):
             pod.mark(FINISHED, observed, facts.latest_finish or facts.start)
@@ -449,7 +457,10 @@ class Timeline:
             intern(facts.type),
             intern(facts.component),
             intern(facts.host),
-            intern(facts.message),
+            # Routine messages ("Started container web") repeat across pods and are
+            # worth sharing; others mostly name the pod, and interning them costs more
+            # than it saves.
+            intern(facts.message) if facts.reason in ROUTINE_REASONS else facts.message,
             first,
             facts.last,
             facts.count,
