@@ -152,11 +152,14 @@ class PodState:
             return
         coarse = own is not None and own + 1.0 < observed
         when = own if coarse and own is not None else observed
-        if self.milestones[index] is None:  # the common case, kept short
+        current = self.milestones[index]
+        if current is None:  # the common cases, kept short
             self.milestones[index] = when
             self.reached |= 1 << index
             if coarse:
                 self.coarse |= 1 << index
+            return
+        if not coarse and when >= current and not self.coarse >> index & 1:
             return
         self.put(index, when, coarse)
 
