@@ -8,9 +8,11 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import orjson
 import redis
 
 from handoff import store
+from handoff.redact import scrub
 from handoff.trace import GZIP_MAGIC, TraceReader, WatchEvent
 
 Progress = Callable[[int, float], object]  # (lines sent, fraction of the file read)
@@ -25,7 +27,7 @@ def replay(
     progress: Progress | None = None,
     sleep: Callable[[float], object] = time.sleep,
 ) -> TraceReader:
-    """Append every watch event of the trace (its raw line, so nothing is re-encoded).
+    """Append every watch event of the trace, scrubbed, with its other fields as recorded.
 
     Lines keep their recorded ``observed`` times: the timelines are those of the incident,
     whenever it is replayed.
@@ -38,7 +40,7 @@ def replay(
         sent = 0
         for event in _paced(reader, speed, sleep):
             if event.raw is not None:
-                pending.append(event.raw.rstrip(b"\n"))
+                pending.append(_scrubbed(event.raw))
             if len(pending) >= batch or speed is not None:
                 sent += _flush(client, cluster, pending)
                 if progress is not None:
@@ -47,6 +49,14 @@ def replay(
     if progress is not None:
         progress(sent, 1.0)
     return reader
+
+
+def _scrubbed(raw: bytes) -> bytes:
+    """The line with its object scrubbed, like every object any source stores."""
+    record = orjson.loads(raw)
+    if isinstance(record.get("object"), dict):
+        scrub(record["object"])
+    return orjson.dumps(record)
 
 
 def _flush(client: redis.Redis, cluster: str, lines: list[bytes]) -> int:

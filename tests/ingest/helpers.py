@@ -30,3 +30,24 @@ def stable(views: dict[str, dict[str, Any]] | list[dict[str, Any]]) -> dict[str,
 
 def register(client: redis.Redis, name: str, kind: str = "trace", **fields: Any) -> None:
     store.register_cluster(client, store.ClusterConfig(name=name, kind=kind, **fields))
+
+
+def everything_in(client: redis.Redis) -> bytes:
+    """Every byte Redis holds, whatever the key's type."""
+    out = []
+    for key in client.scan_iter(count=1000):
+        kind = client.type(key).decode()
+        out.append(key)
+        if kind == "string":
+            out.append(client.get(key))
+        elif kind == "hash":
+            out.extend(b for pair in client.hgetall(key).items() for b in pair)
+        elif kind == "list":
+            out.extend(client.lrange(key, 0, -1))
+        elif kind == "set":
+            out.extend(client.smembers(key))
+        elif kind == "zset":
+            out.extend(client.zrange(key, 0, -1))
+        elif kind == "stream":
+            out.extend(v for _, fields in client.xrange(key) for v in fields.values())
+    return b"\n".join(out)
