@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from handoff import verdicts as v
 from handoff.durations import durations, summarise
 from handoff.explain import Context, explain
+from handoff.gcpause import paused_gc
 from handoff.kube import parse_admission_message
 from handoff.trace import LineError, format_time, parse_time
 
@@ -161,7 +162,8 @@ def build_report(
     """The triage JSON: ``{evaluated_at, cluster, pods, summary, skipped}``."""
     now = evaluation_time(timeline, at)
     wanted = set(only)
-    views = [pod_view(timeline, pod, now, stuck_after) for pod in timeline.pods.values()]
+    with paused_gc():
+        views = [pod_view(timeline, pod, now, stuck_after) for pod in timeline.pods.values()]
     counts = Counter(view["verdict"] for view in views)
     samples: dict[str, list[float]] = {}
     for view in views:

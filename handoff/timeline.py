@@ -16,7 +16,6 @@ shows the watcher saw it more than a second late.
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from sys import intern
 from typing import Any
 
 from handoff import verdicts as v
+from handoff.gcpause import paused_gc
 from handoff.kube import (
     KUBELET,
     EventFacts,
@@ -797,22 +797,13 @@ def _merge_events(pod: PodState, placeholder: PodState) -> None:
 def fold(
     events: Iterable[WatchEvent], cluster: str | None = None, until: float | None = None
 ) -> Timeline:
-    """Fold watch events; with ``until``, only those observed up to that time.
-
-    The cyclic garbage collector is paused meanwhile: nothing here makes cycles,
-    and its full passes over a growing state would cost more than the fold.
-    """
+    """Fold watch events; with ``until``, only those observed up to that time."""
     timeline = Timeline(cluster)
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         for event in events:
             if until is not None and event.time() > until:
                 continue
             timeline.apply(event)
-    finally:
-        if was_enabled:
-            gc.enable()
     return timeline
 
 
