@@ -446,33 +446,30 @@ class Timeline:
             return None
         pod = self._pod_for_event(facts)
         key = hash(facts.key)
-        index = next((i for i, e in enumerate(pod.events) if e.key == key), -1)
-        record = pod.events[index] if index >= 0 else None
-        if record is not None and _not_newer(facts, record):
-            return None
-        first = facts.first
-        if record is not None and record.first is not None:
-            first = record.first if first is None else min(first, record.first)
-        # Reasons, sources and routine messages repeat across pods: share them.
-        updated = EventRecord(
-            key,
-            intern(facts.reason),
-            intern(facts.type),
-            intern(facts.component),
-            intern(facts.host),
-            # Routine messages ("Started container web") repeat across pods and are
-            # worth sharing; others mostly name the pod, and interning them costs more
-            # than it saves.
-            intern(facts.message) if facts.reason in ROUTINE_REASONS else facts.message,
-            first,
-            facts.last,
-            facts.count,
-            observed if record is None else record.observed,
-        )
-        if record is None:
-            pod.events.append(updated)
+        for record in pod.events:
+            if record.key == key:
+                if _not_newer(facts, record):
+                    return None
+                _update_record(record, facts)
+                break
         else:
-            pod.events[index] = updated
+            # Reasons, sources and routine messages repeat across pods: share them.
+            # Other messages mostly name the pod; interning them costs more than it saves.
+            message = facts.message
+            pod.events.append(
+                EventRecord(
+                    key,
+                    intern(facts.reason),
+                    intern(facts.type),
+                    intern(facts.component),
+                    intern(facts.host),
+                    intern(message) if facts.reason in ROUTINE_REASONS else message,
+                    facts.first,
+                    facts.last,
+                    facts.count,
+                    observed,
+                )
+            )
         self._event_effects(pod, observed, facts)
         pod.last_change = max(pod.last_change, observed)
         return pod
@@ -762,6 +759,18 @@ def _open_down(node: NodeState, since: float, why: str) -> None:
 def _close_down(node: NodeState, when: float) -> None:
     if node.down and node.down[-1][1] is None:
         node.down[-1][1] = max(when, node.down[-1][0])
+
+
+def _update_record(record: EventRecord, facts: EventFacts) -> None:
+    """A repeat of the same Event object: count, times and (combined) message move on."""
+    if facts.first is not None and (record.first is None or facts.first < record.first):
+        record.first = facts.first
+    record.last = facts.last
+    record.count = facts.count
+    if facts.message != record.message:
+        record.message = facts.message
+    if facts.type != record.type:
+        record.type = intern(facts.type)
 
 
 def _not_newer(facts: EventFacts, record: EventRecord) -> bool:
