@@ -28,7 +28,8 @@ from handoff.push import Publisher, messages
 from handoff.report import pod_view
 from handoff.schema import LINE_DECODER, DecodeError
 from handoff.timeline import DELETED, PodState, Timeline
-from handoff.trace import WatchEvent, format_time, parse_time
+from handoff.trace import WatchEvent, format_time
+from handoff.trace import _fast_time as observed_time  # the reader's cached parse
 
 log = logging.getLogger(__name__)
 # Verdicts that can change with nothing but the passing of time.
@@ -301,8 +302,7 @@ def _event(raw: bytes) -> WatchEvent | None:
         return None
     if line.object is None or line.type is None or line.observed is None:
         return None
-    try:
-        at = parse_time(line.observed)
-    except ValueError:
+    at = observed_time(line.observed)
+    if at is None:
         return None
     return WatchEvent(line.observed, line.type, line.object, line.cluster, 0, at, raw)

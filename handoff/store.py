@@ -57,6 +57,9 @@ def nodes_key(cluster: str) -> str:
     return k(cluster, "nodes")
 
 
+INDEXES = ("verdict", "ns", "node")
+
+
 def index_key(cluster: str, by: str, value: str) -> str:
     return k(cluster, "idx", by, value)
 
@@ -296,11 +299,14 @@ def write_pods(
     previous: dict[str, tuple[str, str, str]],
 ) -> None:
     """Store pod views and move their index entries. ``previous`` (uid -> verdict,
-    namespace, node as last written) is updated in place."""
+    namespace, node as last written) is updated in place. One command per index key
+    touched, not per pod: a burst moves thousands of pods between a few indexes."""
     if not views:
         return
     blobs = {}
     changed = {}
+    adds: dict[str, dict[str, float]] = {}
+    removes: dict[str, list[str]] = {}
     for uid, (view, last_change) in views.items():
         blobs[uid] = orjson.dumps(view)
         changed[uid] = last_change
@@ -308,13 +314,16 @@ def write_pods(
         before = previous.get(uid)
         if before == now:
             continue
-        if before is not None:
-            for by, old, new in zip(("verdict", "ns", "node"), before, now, strict=True):
-                if old != new:
-                    pipe.zrem(index_key(cluster, by, old), uid)
-        for by, value in zip(("verdict", "ns", "node"), now, strict=True):
-            pipe.zadd(index_key(cluster, by, value), {uid: last_change})
+        for by, old, new in zip(INDEXES, before or ("", "", ""), now, strict=True):
+            if before is not None and old != new:
+                removes.setdefault(index_key(cluster, by, old), []).append(uid)
+            if before is None or old != new:
+                adds.setdefault(index_key(cluster, by, new), {})[uid] = last_change
         previous[uid] = now
+    for key, uids in removes.items():
+        pipe.zrem(key, *uids)
+    for key, members in adds.items():
+        pipe.zadd(key, members)
     pipe.hset(pods_key(cluster), mapping=blobs)
     pipe.zadd(changed_key(cluster), changed)
 
@@ -328,7 +337,7 @@ def drop_pods(
     for uid in uids:
         before = previous.pop(uid, None)
         if before is not None:
-            for by, value in zip(("verdict", "ns", "node"), before, strict=True):
+            for by, value in zip(INDEXES, before, strict=True):
                 pipe.zrem(index_key(cluster, by, value), uid)
         pipe.hdel(pods_key(cluster), uid)
         pipe.zrem(changed_key(cluster), uid)
