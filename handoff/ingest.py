@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import gc
 import logging
-import pickle
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 import redis
 
@@ -27,14 +27,24 @@ from handoff import verdicts as v
 from handoff.push import Publisher, messages
 from handoff.report import pod_view
 from handoff.schema import LINE_DECODER, DecodeError
-from handoff.timeline import DELETED, PodState, Timeline
+from handoff.timeline import DELETED, PodState, Timeline, dump_state, load_state
 from handoff.trace import WatchEvent, format_time
 from handoff.trace import _fast_time as observed_time  # the reader's cached parse
 
 log = logging.getLogger(__name__)
 # Verdicts that can change with nothing but the passing of time.
 TIME_BASED = frozenset({v.AWAITING_KUBELET, v.STARTING})
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+
+
+class Snapshot(msgspec.Struct):
+    """What the fold worker saves: its timeline (timeline.dump_state), the blind
+    deletions it knows, and the stream id both cover."""
+
+    version: int
+    timeline: bytes
+    blind: dict[str, dict[str, str]]
+    cursor: str
 
 
 @dataclass(frozen=True)
@@ -90,12 +100,18 @@ class Folder:
         """The timeline as of the stream's end: the snapshot plus the entries after it."""
         raw = self.client.get(store.snapshot_key(self.cluster))
         if raw is not None:
+            # Data only (MessagePack), never pickle: whoever can write to Redis must
+            # not be able to run code in the worker.
             try:
-                version, timeline, blind, cursor = pickle.loads(raw)
-                if version == SNAPSHOT_VERSION:
-                    self.timeline, self.blind, self.cursor = timeline, blind, cursor
-            except Exception:
-                log.warning("%s: snapshot unreadable, folding the whole stream", self.cluster)
+                saved = msgspec.msgpack.decode(raw, type=Snapshot)
+                if saved.version != SNAPSHOT_VERSION:
+                    raise ValueError(f"snapshot version {saved.version}")
+                self.timeline = load_state(saved.timeline)
+                self.blind, self.cursor = saved.blind, saved.cursor
+            except (ValueError, msgspec.DecodeError) as exc:
+                log.warning(
+                    "%s: snapshot unreadable (%s), folding the whole stream", self.cluster, exc
+                )
         gc_was = gc.isenabled()
         gc.disable()
         try:
@@ -267,9 +283,8 @@ class Folder:
     def snapshot(self) -> None:
         """Save the timeline with the id it covers; only then may the stream before it go."""
         self.last_snapshot = self.clock()
-        blob = pickle.dumps(
-            (SNAPSHOT_VERSION, self.timeline, self.blind, self.cursor),
-            protocol=pickle.HIGHEST_PROTOCOL,
+        blob = msgspec.msgpack.encode(
+            Snapshot(SNAPSHOT_VERSION, dump_state(self.timeline), self.blind, self.cursor)
         )
         pipe = self.client.pipeline(transaction=False)
         pipe.set(store.snapshot_key(self.cluster), blob)

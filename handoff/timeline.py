@@ -16,12 +16,15 @@ shows the watcher saw it more than a second late.
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from sys import intern
 from typing import Any
+
+import msgspec
 
 from handoff import verdicts as v
 from handoff.gcpause import paused_gc
@@ -80,8 +83,8 @@ DISRUPTION_BIT = v.DISRUPTION_BIT
 
 @dataclass(slots=True)
 class EventRecord:
-    # Hash of the Event object's uid (or namespace/name): repeats update this record.
-    # A 36-character uid per event is most of a pod's memory; its hash is a third.
+    # event_key() of the Event object's uid (or namespace/name): repeats update
+    # this record. A 36-character uid per event is most of a pod's memory.
     key: int
     reason: str
     type: str
@@ -445,7 +448,7 @@ class Timeline:
             self.skipped[f"Event about {facts.kind or 'nothing'}"] += 1
             return None
         pod = self._pod_for_event(facts)
-        key = hash(facts.key)
+        key = event_key(facts.key)
         for record in pod.events:
             if record.key == key:
                 if _not_newer(facts, record):
@@ -761,6 +764,13 @@ def _close_down(node: NodeState, when: float) -> None:
         node.down[-1][1] = max(when, node.down[-1][0])
 
 
+def event_key(uid: str) -> int:
+    """A stable 32-bit key for an Event object: the same in every process (unlike
+    ``hash``), so a restored snapshot still recognises repeats. A clash would need
+    two of one pod's few Event objects to share it."""
+    return zlib.crc32(uid.encode())
+
+
 def _update_record(record: EventRecord, facts: EventFacts) -> None:
     """A repeat of the same Event object: count, times and (combined) message move on."""
     if facts.first is not None and (record.first is None or facts.first < record.first):
@@ -832,3 +842,65 @@ def fold_file(path: str | Path, until: float | None = None) -> tuple[Timeline, T
     timeline.cluster = reader.header.cluster if reader.header else None
     timeline.skipped.update(reader.skipped)
     return timeline, reader
+
+
+class _State(msgspec.Struct, gc=False):
+    """A Timeline as plain data: what a snapshot stores."""
+
+    version: int
+    cluster: str | None
+    pods: list[PodState]
+    nodes: list[NodeState]
+    by_name: dict[str, str]
+    aliases: dict[str, str]
+    placeholders: int
+    nodes_known: bool
+    skipped: dict[str, int]
+    watch_errors: list[tuple[float, str]]
+    last_observed: float | None
+    events_applied: int
+
+
+STATE_VERSION = 1
+
+
+def dump_state(timeline: Timeline) -> bytes:
+    """The timeline as MessagePack: data only, safe to load from a shared store."""
+    return msgspec.msgpack.encode(
+        _State(
+            STATE_VERSION,
+            timeline.cluster,
+            list(timeline.pods.values()),
+            list(timeline.nodes.values()),
+            timeline.by_name,
+            timeline.aliases,
+            timeline.placeholders,
+            timeline.nodes_known,
+            dict(timeline.skipped),
+            timeline.watch_errors,
+            timeline.last_observed,
+            timeline.events_applied,
+        )
+    )
+
+
+def load_state(blob: bytes) -> Timeline:
+    """A timeline from ``dump_state``; raises ValueError for anything else."""
+    try:
+        state = msgspec.msgpack.decode(blob, type=_State)
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"not a timeline snapshot: {exc}") from exc
+    if state.version != STATE_VERSION:
+        raise ValueError(f"snapshot version {state.version}, expected {STATE_VERSION}")
+    timeline = Timeline(state.cluster)
+    timeline.pods = {pod.uid: pod for pod in state.pods}
+    timeline.nodes = {node.name: node for node in state.nodes}
+    timeline.by_name = state.by_name
+    timeline.aliases = state.aliases
+    timeline.placeholders = state.placeholders
+    timeline.nodes_known = state.nodes_known
+    timeline.skipped = Counter(state.skipped)
+    timeline.watch_errors = state.watch_errors
+    timeline.last_observed = state.last_observed
+    timeline.events_applied = state.events_applied
+    return timeline

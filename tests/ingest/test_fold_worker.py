@@ -72,6 +72,18 @@ def test_a_successor_restores_the_snapshot_and_folds_only_the_tail(redis_client)
     assert stable(store.pod_views(redis_client, "c")) == _offline(trace)
 
 
+def test_it_refuses_a_snapshot_that_is_not_data_and_folds_the_stream_instead(redis_client):
+    trace = TRACES / "node-lost.jsonl"
+    replay(redis_client, "c", trace)
+    # A pickle that would run code if anything unpickled it.
+    hostile = b"cos\nsystem\n(S'touch /tmp/handoff-pwned'\ntR."
+    redis_client.set(store.snapshot_key("c"), hostile)
+    folder = Folder(redis_client, "c", FoldSettings(block_ms=1))
+    folder.load()
+    assert folder.events == len(list(TraceReader(trace)))
+    assert not Path("/tmp/handoff-pwned").exists()
+
+
 def test_it_pushes_changed_pods_with_a_growing_cursor(redis_client):
     sent = []
 
