@@ -15,23 +15,32 @@ EPOCH = 1767225600.0
 
 
 class Loop:
-    """The simulation clock: ``now`` only advances when the next callback is due."""
+    """The simulation clock: ``now`` only advances when the next callback is due.
+
+    The heap holds bare instants (floats compare fastest); each instant's callbacks wait in
+    a list in the order they were scheduled. A callback scheduled for the instant being run
+    goes to a fresh list for the same instant, so it runs after the ones already due.
+    """
 
     def __init__(self, seed: int = 0, start: float = EPOCH) -> None:
         self.now = start
         self.start = start
         self.rng = Random(seed)
         self._random = self.rng.random
-        self._heap: list[tuple[float, int, Callable[..., object], tuple[object, ...]]] = []
-        self._seq = 0
+        self._heap: list[float] = []
+        self._due: dict[float, list[tuple[Callable[..., object], tuple[object, ...]]]] = {}
         self._stopped = False
         self.steps = 0
 
     def call_at(self, when: float, fn: Callable[..., object], *args: object) -> None:
         if when < self.now:
             when = self.now
-        self._seq += 1
-        heapq.heappush(self._heap, (when, self._seq, fn, args))
+        due = self._due.get(when)
+        if due is None:
+            self._due[when] = [(fn, args)]
+            heapq.heappush(self._heap, when)
+        else:
+            due.append((fn, args))
 
     def call_later(self, delay: float, fn: Callable[..., object], *args: object) -> None:
         self.call_at(self.now + delay, fn, *args)
@@ -56,6 +65,9 @@ class Loop:
     def elapsed(self) -> float:
         return self.now - self.start
 
+    def pending(self) -> int:
+        return sum(len(d) for d in self._due.values())
+
     def run(
         self,
         until: float | None = None,
@@ -66,21 +78,36 @@ class Loop:
         ``pace(virtual_time)`` is called before each new instant, to sleep for live demos.
         """
         heap = self._heap
+        dues = self._due
         pop = heapq.heappop
+        push = heapq.heappush
         deadline = None if until is None else self.start + until
         self._stopped = False
         last = self.now
         while heap and not self._stopped:
-            when = heap[0][0]
+            when = heap[0]
             if deadline is not None and when > deadline:
                 self.now = deadline
                 return
             if pace is not None and when > last:
                 pace(when)
             last = when
-            _, _, fn, args = pop(heap)
+            pop(heap)
+            due = dues.pop(when)
             self.now = when
-            self.steps += 1
-            fn(*args)
+            self.steps += len(due)
+            for i, (fn, args) in enumerate(due):
+                fn(*args)
+                if self._stopped and i + 1 < len(due):
+                    # Put back what is left of this instant, ahead of anything added since.
+                    rest = due[i + 1 :]
+                    later = dues.get(when)
+                    if later is None:
+                        push(heap, when)
+                    else:
+                        rest.extend(later)
+                    dues[when] = rest
+                    self.steps -= len(rest)
+                    break
         if deadline is not None and not self._stopped:
             self.now = max(self.now, deadline)
