@@ -267,6 +267,25 @@ class APIServer:
         self._emit(resource, "ADDED", new)
         return new
 
+    def restore(self, resource: str, obj: Obj) -> Obj:
+        """Store an object that was in etcd before any component started: no watch event.
+
+        ``obj`` is complete (uid, creationTimestamp, status) but for its resourceVersion.
+        Components learn such objects from their initial list (``Recording.start``,
+        ``Scheduler.adopt``, ``Kubelet.adopt``), as informers starting on a running cluster do.
+        """
+        meta = obj["metadata"]
+        meta["resourceVersion"] = self._next_rv()
+        key = (meta.get("namespace", ""), meta["name"])
+        self.stores[resource].objects[key] = obj
+        if resource == "pods":
+            node_name = obj["spec"].get("nodeName")
+            if node_name:
+                self.pods_by_node.setdefault(node_name, {})[key] = obj
+        # Watches cannot start before it: what happened earlier is compacted away.
+        self.stores[resource].compacted = self.rv
+        return obj
+
     def update(self, resource: str, new: Obj) -> Obj:
         """PUT of a whole object (status or spec); emits MODIFIED. Removes it when its last
         finalizer goes while it is being deleted."""

@@ -83,8 +83,15 @@ class Behaviour:
             return Behaviour(float(ann["sim.handoff/crash"]), 1)
         run = ann.get("sim.handoff/run-seconds")
         if run is None:
-            return Behaviour()
+            return PLAIN
         return Behaviour(float(run), int(ann.get("sim.handoff/exit-code", "0")))
+
+
+PLAIN = Behaviour()  # never mutated: shared by every pod without behaviour annotations
+
+
+def _plain() -> Behaviour:
+    return PLAIN
 
 
 @dataclass(slots=True)
@@ -104,8 +111,7 @@ class PodState:
     terminating: bool = False
     done: bool = False
     status_pending: bool = False
-    conditions: dict[str, Obj] = field(default_factory=dict)
-    behaviour: Behaviour = field(default_factory=Behaviour)
+    behaviour: Behaviour = field(default_factory=_plain)
     pull_backoff: float = 0.0
     crash_backoff: float = 0.0
     generation: int = 0

@@ -11,7 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from handoff.sim.cluster import Cluster, ClusterConfig
-from handoff.sim.objects import Obj, add_default_tolerations, container, pod, pod_spec, stamp
+from handoff.sim.objects import (
+    Obj,
+    add_default_tolerations,
+    container,
+    new_uid,
+    pod,
+    pod_spec,
+    stamp,
+)
 from handoff.sim.scheduler import SchedulerTimings
 
 if TYPE_CHECKING:
@@ -21,29 +29,19 @@ PODS_PER_NAMESPACE = 3000
 IMAGE = "registry.k8s.io/pause:3.10"
 
 
-def _running_status(node_ip: str, pod_ip: str, now: float, conditions: list[Obj]) -> Obj:
-    return {
-        "phase": "Running",
-        "conditions": conditions,
-        "hostIP": node_ip,
-        "hostIPs": [{"ip": node_ip}],
-        "podIP": pod_ip,
-        "podIPs": [{"ip": pod_ip}],
-        "startTime": stamp(now),
-        "containerStatuses": [
-            {
-                "name": "pause",
-                "state": {"running": {"startedAt": stamp(now)}},
-                "lastState": {},
-                "ready": True,
-                "restartCount": 0,
-                "image": IMAGE,
-                "imageID": "",
-                "started": True,
-            }
-        ],
-        "qosClass": "Burstable",
-    }
+def _container_statuses(now: float) -> list[Obj]:
+    return [
+        {
+            "name": "pause",
+            "state": {"running": {"startedAt": stamp(now)}},
+            "lastState": {},
+            "ready": True,
+            "restartCount": 0,
+            "image": IMAGE,
+            "imageID": "",
+            "started": True,
+        }
+    ]
 
 
 class Churn:
@@ -59,12 +57,20 @@ class Churn:
         self.serial = 0
 
     def populate(self, pods: int) -> None:
-        """Pods that were running before the recording started, spread round-robin."""
+        """Pods that were running before the simulation started, spread round-robin.
+
+        They are restored into the API server without watch events and handed to the
+        scheduler's cache and the kubelets directly, as informers starting on a running
+        cluster learn them from their first list; the recording lists them too.
+        """
         cluster = self.cluster
+        api = cluster.api
+        rng = cluster.loop.rng
         kubelets = list(cluster.kubelets.values())
         now = cluster.now
+        created = stamp(now)
         conditions = [
-            {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": stamp(now)}
+            {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": created}
             for t in (
                 "PodReadyToStartContainers",
                 "Initialized",
@@ -73,17 +79,48 @@ class Churn:
                 "PodScheduled",
             )
         ]
+        # Shared by every pod they fit: stored objects are never mutated in place.
+        per_node = [({**self.spec, "nodeName": k.name}, [{"ip": k.ip}]) for k in kubelets]
+        statuses = _container_statuses(now)
+        labels = {"group": "load"}
+        scheduler_adopt = cluster.scheduler.adopt
+        live = self.live
         for i in range(pods):
-            kubelet = kubelets[i % len(kubelets)]
+            slot = i % len(kubelets)
+            kubelet = kubelets[slot]
+            spec, host_ips = per_node[slot]
             namespace = f"load-{i % self.namespaces:03d}"
-            spec = dict(self.spec)
-            spec["nodeName"] = kubelet.name
-            body = pod(f"load-{i:06d}", namespace, spec, labels={"group": "load"})
+            name = f"load-{i:06d}"
             pod_ip = f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
-            body["status"] = _running_status(kubelet.ip, pod_ip, now, conditions)
-            created = cluster.api.create("pods", body)
-            kubelet.adopt(created)
-            self.live.append((namespace, created["metadata"]["name"]))
+            status = {
+                "phase": "Running",
+                "conditions": conditions,
+                "hostIP": kubelet.ip,
+                "hostIPs": host_ips,
+                "podIP": pod_ip,
+                "podIPs": [{"ip": pod_ip}],
+                "startTime": created,
+                "containerStatuses": statuses,
+                "qosClass": "Burstable",
+            }
+            body = {
+                "kind": "Pod",
+                "apiVersion": "v1",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "uid": new_uid(rng),
+                    "resourceVersion": "",
+                    "creationTimestamp": created,
+                    "labels": labels,
+                },
+                "spec": spec,
+                "status": status,
+            }
+            api.restore("pods", body)
+            scheduler_adopt(body)
+            kubelet.adopt(body)
+            live.append((namespace, name))
 
     def start(self) -> None:
         if self.churn > 0:

@@ -200,6 +200,10 @@ class Scheduler:
 
     # --- cache -----------------------------------------------------------------------------
 
+    def adopt(self, pod: Obj) -> None:
+        """A bound pod from the informer's initial list (see ``APIServer.restore``)."""
+        self._add(pod["metadata"]["uid"], pod["spec"]["nodeName"], pod)
+
     def _add(self, uid: str, node_name: str, pod: Obj) -> None:
         self.assumed.discard(uid)
         if uid in self.cache:
