@@ -9,14 +9,14 @@ RUNTIME := $(VENV)/.requirements.stamp
 DEV := $(VENV)/.requirements-dev.stamp
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench lint fmt clean redis-server chromium
+.PHONY: demo test bench lint fmt clean redis-server chromium kubectl
 
 ## make demo: the whole stack on this machine at http://127.0.0.1:8000/ (Ctrl-C stops it)
 demo: $(RUNTIME) redis-server
 	$(PY) manage.py demo
 
 ## make test: the whole test suite, browser tests included
-test: $(DEV) redis-server chromium
+test: $(DEV) redis-server chromium kubectl
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## make bench: the benchmarks (`python manage.py bench` once it exists)
@@ -61,6 +61,9 @@ redis-server:
 
 chromium:
 	@test -x /usr/bin/chromium || $(call apt_install,chromium fonts-liberation)
+
+kubectl:
+	@command -v kubectl >/dev/null || $(call apt_install,kubernetes-client)
 
 # $(call apt_install,PACKAGES): as root, install Debian packages (apt-get update once per
 # checkout, and again if the install fails on stale lists); otherwise say exactly what to
