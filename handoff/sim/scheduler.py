@@ -13,6 +13,7 @@ import contextlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain
 
 from handoff.sim.apiserver import ApiError, APIServer, set_condition
 from handoff.sim.clock import Loop
@@ -49,6 +50,8 @@ class NodeInfo:
         "alloc_cpu",
         "alloc_mem",
         "alloc_pods",
+        "fit_for",
+        "fit_score",
         "name",
         "npods",
         "obj",
@@ -62,11 +65,14 @@ class NodeInfo:
 
     def __init__(self, obj: Obj) -> None:
         self.req_cpu = self.req_mem = self.npods = 0
+        self.fit_for: tuple[int, int] | None = None
+        self.fit_score = -1
         self.update(obj)
 
     def update(self, obj: Obj) -> bool:
         """Take a new Node; returns whether anything the filters look at changed."""
         self.obj = obj
+        self.fit_for = None
         self.name = obj["metadata"]["name"]
         alloc = obj["status"].get("allocatable") or {}
         self.alloc_cpu = cpu_millis(alloc.get("cpu", "0"))
@@ -194,6 +200,7 @@ class Scheduler:
             waiting = self.unknown_nodes.pop(name, None)
             if waiting is not None:
                 info.req_cpu, info.req_mem, info.npods = waiting
+                info.fit_for = None
             self._move_all()
         elif info.update(node):
             self._move_all()
@@ -215,6 +222,7 @@ class Scheduler:
             info.req_cpu += cpu
             info.req_mem += mem
             info.npods += 1
+            info.fit_for = None
         else:
             # A pod on a node the informer has not delivered yet (or never will).
             waiting = self.unknown_nodes.setdefault(node_name, [0, 0, 0])
@@ -232,6 +240,7 @@ class Scheduler:
             info.req_cpu -= entry[1]
             info.req_mem -= entry[2]
             info.npods -= 1
+            info.fit_for = None
         else:
             waiting = self.unknown_nodes.get(entry[0])
             if waiting is not None:
@@ -313,7 +322,10 @@ class Scheduler:
 
     def _schedule_one(self, key: tuple[str, str, str], pod: Obj) -> None:
         spec = pod["spec"]
-        cpu, mem = pod_requests(pod)
+        # Pods stamped from one template share one requests tuple: it keys each node's
+        # cached fast-path score, which any change to the node's pods or Node clears.
+        req = pod_requests(pod)
+        cpu, mem = req
         tolerations = spec.get("tolerations") or []
         needs_affinity = bool(spec.get("nodeSelector") or spec.get("affinity"))
         infos = self.infos
@@ -324,38 +336,34 @@ class Scheduler:
         best_score = -1
         found = processed = 0
         start = self.next_start % n if n else 0
-        for i in range(n):
-            info = infos[(start + i) % n]
+        for index in chain(range(start, n), range(start)):
+            info = infos[index]
             processed += 1
-            # Fast path for the common node: no taints, schedulable, room to spare.
-            if (
-                info.plain
-                and not needs_affinity
-                and info.npods < info.alloc_pods
-                and cpu <= info.alloc_cpu - info.req_cpu
-                and mem <= info.alloc_mem - info.req_mem
-            ):
-                reason = None
+            if info.fit_for is req and not needs_affinity:
+                score = info.fit_score
             else:
+                # Fast path for the common node: no taints, schedulable, room to spare.
+                if (
+                    info.plain
+                    and not needs_affinity
+                    and info.npods < info.alloc_pods
+                    and cpu <= info.alloc_cpu - info.req_cpu
+                    and mem <= info.alloc_mem - info.req_mem
+                ):
+                    score = _least_allocated(info, cpu, mem)
+                else:
+                    score = -1
+                if not needs_affinity:
+                    info.fit_for = req
+                    info.fit_score = score
+            if score < 0:
                 reason = self._filter(info, cpu, mem, tolerations, spec, needs_affinity)
-            if reason is not None:
-                for r in reason:
-                    reasons[r] = reasons.get(r, 0) + 1
-                continue
+                if reason is not None:
+                    for r in reason:
+                        reasons[r] = reasons.get(r, 0) + 1
+                    continue
+                score = _least_allocated(info, cpu, mem)
             found += 1
-            # NodeResourcesFit LeastAllocated: integer 0-100 per resource, averaged.
-            score = (
-                (
-                    (info.alloc_cpu - info.req_cpu - cpu) * 100 // info.alloc_cpu
-                    if info.alloc_cpu
-                    else 0
-                )
-                + (
-                    (info.alloc_mem - info.req_mem - mem) * 100 // info.alloc_mem
-                    if info.alloc_mem
-                    else 0
-                )
-            ) // 2
             if score > best_score:
                 best, best_score = [info], score
             elif score == best_score:
@@ -408,6 +416,7 @@ class Scheduler:
         info.req_cpu += cpu
         info.req_mem += mem
         info.npods += 1
+        info.fit_for = None
         self.attempts.pop(uid, None)
         delay = self.loop.uniform(self.t.bind)
         for hook in self.on_assume:
@@ -445,6 +454,17 @@ class Scheduler:
         ):
             with contextlib.suppress(ApiError):
                 self.api.update("pods", new)
+
+
+def _least_allocated(info: NodeInfo, cpu: int, mem: int) -> int:
+    """NodeResourcesFit LeastAllocated: integer 0-100 per resource, averaged."""
+    cpu_score = (
+        (info.alloc_cpu - info.req_cpu - cpu) * 100 // info.alloc_cpu if info.alloc_cpu else 0
+    )
+    mem_score = (
+        (info.alloc_mem - info.req_mem - mem) * 100 // info.alloc_mem if info.alloc_mem else 0
+    )
+    return (cpu_score + mem_score) // 2
 
 
 def fit_error(n: int, reasons: dict[str, int]) -> str:
