@@ -128,7 +128,8 @@ class Cluster:
 
     def fault(self, node_name: str, mode: str) -> None:
         """hang (heartbeats go on, pods wait), stop (kubelet down), die (the machine is gone),
-        die-on-pickup (dies the moment it sees its next pod), resume."""
+        die-on-pickup (dies the moment it sees its next pod), not-ready (the kubelet runs but
+        reports Ready=False), memory-pressure (the kubelet evicts one pod), resume."""
         kubelet = self.kubelets[node_name]
         if mode == "hang":
             kubelet.hang()
@@ -138,6 +139,10 @@ class Cluster:
             kubelet.die()
         elif mode == "die-on-pickup":
             kubelet.die_on_pickup = True
+        elif mode == "not-ready":
+            kubelet.report_not_ready()
+        elif mode == "memory-pressure":
+            kubelet.press_memory()
         elif mode == "resume":
             kubelet.resume()
         else:

@@ -26,11 +26,22 @@ def _name(api: APIServer, namespace: str, base: str) -> str:
     return f"{base}.{nanos:x}"
 
 
+COMBINED = "(combined from similar events): "
+
+
 class CoreRecorder:
-    """record.EventRecorder for one source {component, host}."""
+    """record.EventRecorder for one source {component, host}.
+
+    Its EventCorrelator (client-go tools/record/events_cache.go): events that differ only
+    in their message are "similar"; once 10 distinct messages of one (object, type, reason)
+    arrive with less than 10 minutes between them, each further one is written as a single
+    combined Event (``(combined from similar events): <latest message>``, count++).
+    """
 
     BURST = 25
     REFILL = 300.0
+    AGGREGATE_MAX = 10
+    AGGREGATE_INTERVAL = 600.0
 
     def __init__(
         self,
@@ -46,6 +57,8 @@ class CoreRecorder:
         self.enabled = True
         self._names: dict[tuple[Any, ...], tuple[str, str]] = {}
         self._tokens: dict[str, tuple[float, float]] = {}
+        # aggregate key -> (distinct messages in insertion order, last seen)
+        self._similar: dict[tuple[Any, ...], tuple[dict[str, None], float]] = {}
 
     def event(
         self, obj: Obj, type_: str, reason: str, message: str, field_path: str | None = None
@@ -70,13 +83,35 @@ class CoreRecorder:
         self._tokens[uid] = (tokens - 1.0, now)
         return True
 
+    def _aggregate(self, ident: str, type_: str, reason: str, message: str) -> bool:
+        """EventAggregate: whether this event is to be written as the combined one."""
+        key = (ident, type_, reason)
+        now = self.api.loop.now
+        record = self._similar.get(key)
+        if record is None or now - record[1] > self.AGGREGATE_INTERVAL:
+            messages: dict[str, None] = {}
+        else:
+            messages = record[0]
+        messages[message] = None
+        self._similar[key] = (messages, now)
+        if len(messages) < self.AGGREGATE_MAX:
+            return False
+        # The set never grows past the maximum; Go drops an arbitrary one, here the oldest.
+        del messages[next(iter(messages))]
+        return True
+
     def _write(self, ref: Obj, type_: str, reason: str, message: str) -> None:
         api = self.api
         ident = ref.get("uid") or f"{ref.get('namespace')}/{ref['name']}"
+        combined = self._aggregate(ident, type_, reason, message)
         if not self._allow(ident):
             return
         namespace = ref.get("namespace") or "default"
-        key = (ident, ref.get("fieldPath"), type_, reason, message)
+        if combined:
+            message = COMBINED + message
+            key: tuple[Any, ...] = (ident, COMBINED, type_, reason)
+        else:
+            key = (ident, ref.get("fieldPath"), type_, reason, message)
         known = self._names.get(key)
         now = api.loop.now
         if known is not None:
@@ -85,6 +120,7 @@ class CoreRecorder:
                 new = dict(current)
                 new["count"] = current.get("count", 1) + 1
                 new["lastTimestamp"] = stamp(now)
+                new["message"] = message
                 api.update("events", new)
                 return
         source: Obj = {"component": self.component}

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from handoff.sim.apiserver import ApiError, APIServer, owner_ref
+from handoff.sim.apiserver import ApiError, APIServer, owner_ref, set_condition
 from handoff.sim.events import CoreRecorder
 from handoff.sim.objects import (
     Obj,
@@ -159,6 +159,10 @@ class Kubelet:
         self.static_states: dict[str, PodState] = {}
         self.mirrors: dict[str, str] = {}  # mirror name -> static uid
         self.last_report = 0.0
+        # Ready=False with this message while set (a broken CNI, runtime or PLEG).
+        self.not_ready: str | None = None
+        # Hard memory eviction threshold crossed: pods left to evict before it clears.
+        self.memory_pressure = 0
         self.die_on_pickup = False
         self._delivered = 0.0
         self._admitted_at = 0.0
@@ -197,13 +201,29 @@ class Kubelet:
         return True
 
     def _node_conditions(self, now: float, old: list[Obj] | None) -> list[Obj]:
-        spec = [
+        """The kubelet's node condition setters (pkg/kubelet/nodestatus/setters.go)."""
+        memory = (
             (
+                "MemoryPressure",
+                "True",
+                "KubeletHasInsufficientMemory",
+                "kubelet has insufficient memory available",
+            )
+            if self.memory_pressure
+            else (
                 "MemoryPressure",
                 "False",
                 "KubeletHasSufficientMemory",
                 "kubelet has sufficient memory available",
-            ),
+            )
+        )
+        ready = (
+            ("Ready", "False", "KubeletNotReady", self.not_ready)
+            if self.not_ready
+            else ("Ready", "True", "KubeletReady", "kubelet is posting ready status")
+        )
+        spec = [
+            memory,
             ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
             (
                 "PIDPressure",
@@ -211,7 +231,7 @@ class Kubelet:
                 "KubeletHasSufficientPID",
                 "kubelet has sufficient PID available",
             ),
-            ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+            ready,
         ]
         previous = {c["type"]: c for c in old or ()}
         out = []
@@ -220,6 +240,10 @@ class Kubelet:
             transition = stamp(now)
             if prev is not None and prev["status"] == status:
                 transition = prev["lastTransitionTime"]
+            elif prev is not None and type_ in NODE_STATUS_EVENTS:
+                # recordNodeStatusEvent: the kubelet's own event on its Node.
+                event = NODE_STATUS_EVENTS[type_][status == "True"]
+                self.node_event(event, f"Node {self.name} status is now: {event}")
             out.append(
                 {
                     "type": type_,
@@ -232,6 +256,17 @@ class Kubelet:
             )
         return out
 
+    def node_event(self, reason: str, message: str) -> None:
+        ref = {"kind": "Node", "name": self.name, "uid": self.name, "apiVersion": "v1"}
+        self.recorder.event_ref(ref, "Normal", reason, message)
+
+    def _wanted(self, type_: str) -> str:
+        if type_ == "Ready":
+            return "False" if self.not_ready else "True"
+        if type_ == "MemoryPressure" and self.memory_pressure:
+            return "True"
+        return "False"
+
     def _node_status_tick(self) -> bool:
         """Every 10 s: post status if it changed, or every 5 minutes regardless."""
         if self.state == "dead":
@@ -243,7 +278,7 @@ class Kubelet:
             return True
         now = self.loop.now
         old = node["status"].get("conditions") or []
-        changed = any(c["status"] != ("True" if c["type"] == "Ready" else "False") for c in old)
+        changed = any(c["status"] != self._wanted(c["type"]) for c in old)
         if changed or now - self.last_report >= self.t.node_status_report:
             new = edit(node, "status")
             new["status"]["conditions"] = self._node_conditions(now, old)
@@ -254,6 +289,20 @@ class Kubelet:
     def hang(self) -> None:
         self.state = "hung"
 
+    def report_not_ready(self, message: str | None = None) -> None:
+        """The kubelet runs but reports Ready=False (posted at its next status tick)."""
+        self.not_ready = message or NOT_READY_MESSAGE
+
+    def report_ready(self) -> None:
+        self.not_ready = None
+
+    def press_memory(self, evictions: int = 1) -> None:
+        """memory.available falls under the hard threshold (100Mi) until ``evictions`` pods
+        have been evicted; the eviction manager acts every 10 s (housekeeping)."""
+        if not self.memory_pressure:
+            self.loop.call_later(self.loop.uniform((0.0, EVICTION_PERIOD)), self._eviction_tick)
+        self.memory_pressure = max(self.memory_pressure, evictions)
+
     def stop(self) -> None:
         self.state = "stopped"
 
@@ -262,10 +311,11 @@ class Kubelet:
         self.api.unsubscribe(self.sub)
 
     def resume(self) -> None:
-        """Back from hung or stopped: replay what waited and relist this node's pods."""
+        """Back from hung, stopped or NotReady: replay what waited and relist its pods."""
         if self.state == "dead":
             return
         self.state = "running"
+        self.not_ready = None
         frozen, self.frozen = self.frozen, []
         for fn, args in frozen:
             fn(*args)
@@ -407,6 +457,18 @@ class Kubelet:
                 "NodeAffinity",
                 "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
             )
+        if pod["spec"].get("nodeName") not in (None, "", self.name):
+            return (
+                "NodeName",
+                "Predicate NodeName failed: node(s) didn't match the requested node name",
+            )
+        wanted = host_ports(pod)
+        if wanted and not wanted.isdisjoint(self._ports_in_use()):
+            return (
+                "NodePorts",
+                "Predicate NodePorts failed: node(s) didn't have free ports for the requested "
+                "pod ports",
+            )
         if not static:
             taints = node["spec"].get("taints") or []
             if untolerated(taints, pod["spec"].get("tolerations") or [], ("NoExecute",)):
@@ -416,6 +478,77 @@ class Kubelet:
                     "tolerate",
                 )
         return None
+
+    def _ports_in_use(self) -> set[tuple[str, str, int]]:
+        used: set[tuple[str, str, int]] = set()
+        for ps in [*self.pods.values(), *self.static_states.values()]:
+            if ps.start_time and not ps.released:
+                used |= host_ports(ps.pod)
+        return used
+
+    # --- node-pressure eviction (pkg/kubelet/eviction) -------------------------------------
+
+    def _eviction_tick(self) -> None:
+        if self.state == "dead" or not self.memory_pressure:
+            return
+        if self.state == "running":
+            victim = self._eviction_victim()
+            if victim is not None:
+                self._evict(victim)
+                self.memory_pressure -= 1
+        if self.memory_pressure:
+            self.loop.call_later(EVICTION_PERIOD, self._eviction_tick)
+        else:
+            self._node_status_tick()
+
+    def _eviction_victim(self) -> PodState | None:
+        """rankMemoryPressure: BestEffort, then Burstable, then Guaranteed; static pods are
+        critical and never evicted. Among equals, the largest request goes first."""
+        order = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
+        running = [
+            ps
+            for ps in self.pods.values()
+            if ps.start_time and not ps.done and not ps.terminating and not ps.static
+        ]
+        if not running:
+            return None
+        return min(
+            running,
+            key=lambda ps: (order.get(ps.pod["status"].get("qosClass", "BestEffort"), 0), -ps.mem),
+        )
+
+    def _evict(self, ps: PodState) -> None:
+        """evictPod: Warning Evicted, then the pod is killed at once (hard threshold, grace
+        0) and left in the API as Failed/Evicted with DisruptionTarget TerminationByKubelet."""
+        message = _eviction_message(ps)
+        self.recorder.event(ps.pod, "Warning", "Evicted", message)
+        ps.terminating = True
+        now = self.loop.now
+        for c in ps.app:
+            running = c["state"].get("running")
+            terminated: Obj = {"exitCode": 137, "reason": "Error"}
+            if running is not None:
+                terminated["startedAt"] = running["startedAt"]
+            terminated["finishedAt"] = stamp(now)
+            if c.get("containerID"):
+                terminated["containerID"] = c["containerID"]
+            c["state"] = {"terminated": terminated}
+            c["ready"] = False
+            c["started"] = False
+        ps.ready = False
+        ps.phase = "Failed"
+        ps.done = True
+        self._release(ps)
+        pod = self.api.find("pods", ps.pod["metadata"]["namespace"], ps.pod["metadata"]["name"])
+        if pod is None or pod["metadata"]["uid"] != ps.uid:
+            return
+        new = edit(pod, "status")
+        status = self.build_status(ps, pod["status"])
+        status["message"] = message
+        status["reason"] = "Evicted"
+        set_condition(status, "DisruptionTarget", "True", now, "TerminationByKubelet", message)
+        new["status"] = status
+        self._write(new)
 
     def _reject(self, ps: PodState, reason: str, message: str) -> None:
         """kubelet.rejectPod: Failed with reason and prefixed message; event without prefix."""
@@ -989,3 +1122,44 @@ def _nano(t: float) -> str:
     frac = f"{ns % 1_000_000_000:09d}".rstrip("0")
     base = stamp(ns // 1_000_000_000)[:-1]
     return f"{base}.{frac}Z" if frac else f"{base}Z"
+
+
+NOT_READY_MESSAGE = (
+    "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+    "message:Network plugin returns error: cni plugin not initialized"
+)
+# recordNodeStatusEvent reasons per condition: (when it turns False, when it turns True).
+NODE_STATUS_EVENTS = {
+    "MemoryPressure": ("NodeHasSufficientMemory", "NodeHasInsufficientMemory"),
+    "DiskPressure": ("NodeHasNoDiskPressure", "NodeHasDiskPressure"),
+    "PIDPressure": ("NodeHasSufficientPID", "NodeHasInsufficientPID"),
+    "Ready": ("NodeNotReady", "NodeReady"),
+}
+EVICTION_PERIOD = 10.0  # the eviction manager's housekeeping interval
+EVICTION_THRESHOLD = "100Mi"  # the default evictionHard memory.available
+
+
+def host_ports(pod: Obj) -> set[tuple[str, str, int]]:
+    """(protocol, hostIP, hostPort) of every container port that claims one on the node."""
+    out: set[tuple[str, str, int]] = set()
+    spec = pod["spec"]
+    for c in (*spec.get("initContainers", ()), *spec.get("containers", ())):
+        for port in c.get("ports") or ():
+            if port.get("hostPort"):
+                ip = port.get("hostIP") or "0.0.0.0"
+                out.add((port.get("protocol", "TCP"), ip, int(port["hostPort"])))
+    return out
+
+
+def _eviction_message(ps: PodState) -> str:
+    """evictionMessage (pkg/kubelet/eviction/helpers.go) for a memory.available eviction."""
+    message = "The node was low on resource: memory. "
+    message += f"Threshold quantity: {EVICTION_THRESHOLD}, available: 92160Ki. "
+    for c in ps.pod["spec"]["containers"]:
+        request = ((c.get("resources") or {}).get("requests") or {}).get("memory")
+        used = max(mem_bytes(request) * 2, 256 * 2**20) // 2**20
+        message += (
+            f"Container {c['name']} was using {used}Mi, request is {request or 0}, "
+            "has larger consumption of memory. "
+        )
+    return message

@@ -24,6 +24,7 @@ from handoff.sim.objects import (
 )
 
 UNKNOWN_MESSAGE = "Kubelet stopped posting node status."
+MEMORY_PRESSURE_TAINT = "node.kubernetes.io/memory-pressure"
 CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
 
 
@@ -42,6 +43,7 @@ class NodeLifecycle:
         self.recorder = CoreRecorder(api, "node-controller")
         self.seen: dict[str, tuple[str | None, float | None, float]] = {}
         self.quiet: dict[str, tuple[Obj | None, float | None, float]] = {}
+        self.observed: dict[str, str] = {}  # the Ready status seen at the last pass
         self.loop.every(monitor_period, self.monitor)
 
     def monitor(self) -> None:
@@ -70,9 +72,15 @@ class NodeLifecycle:
             if now - probe > self.grace and status != "Unknown":
                 self._mark_unknown(node)
             else:
+                if status == "False" and self.observed.get(name) == "True":
+                    # The kubelet itself reports NotReady: same event and pod marking as
+                    # for a silent node, and the not-ready taints.
+                    self._record_not_ready(name)
                 self._reconcile_taints(node, status)
+                self._reconcile_pressure_taints(node)
                 if status == "True":
                     quiet[name] = (self.api.find("nodes", "", name), lease, probe)
+            self.observed[name] = status
         if len(self.seen) > len(self.api.nodes()):
             for name in [n for n in self.seen if ("", n) not in self.api.nodes()]:
                 del self.seen[name]
@@ -100,14 +108,37 @@ class NodeLifecycle:
         self.api.update("nodes", new)
         name = node["metadata"]["name"]
         if was_ready:
-            ref = {"kind": "Node", "name": name, "uid": name, "apiVersion": "v1"}
-            self.recorder.event_ref(
-                ref, "Normal", "NodeNotReady", f"Node {name} status is now: NodeNotReady"
-            )
-            self._mark_pods_not_ready(name)
+            self._record_not_ready(name)
         self.loop.call_later(
             self.loop.uniform(self.taint_delay), self._reconcile_taints_by_name, name, "Unknown"
         )
+
+    def _record_not_ready(self, name: str) -> None:
+        ref = {"kind": "Node", "name": name, "uid": name, "apiVersion": "v1"}
+        self.recorder.event_ref(
+            ref, "Normal", "NodeNotReady", f"Node {name} status is now: NodeNotReady"
+        )
+        self._mark_pods_not_ready(name)
+
+    def _reconcile_pressure_taints(self, node: Obj) -> None:
+        """taint-node-by-condition: node.kubernetes.io/memory-pressure:NoSchedule while
+        MemoryPressure is True."""
+        cond = _condition(node, "MemoryPressure")
+        want = cond is not None and cond["status"] == "True"
+        taints = list(node["spec"].get("taints") or ())
+        have = any(t["key"] == MEMORY_PRESSURE_TAINT for t in taints)
+        if want == have:
+            return
+        if want:
+            taints.append({"key": MEMORY_PRESSURE_TAINT, "effect": "NoSchedule"})
+        else:
+            taints = [t for t in taints if t["key"] != MEMORY_PRESSURE_TAINT]
+        new = edit(node, "spec")
+        if taints:
+            new["spec"]["taints"] = taints
+        else:
+            new["spec"].pop("taints", None)
+        self.api.update("nodes", new)
 
     def _mark_pods_not_ready(self, node_name: str) -> None:
         """MarkPodsNotReady: only pods that have a Ready condition, and only if it changes."""

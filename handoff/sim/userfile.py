@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from handoff.sim.scenarios import Options, Scenario
 
 NODE_KEYS = {"name", "count", "first", "cpu", "memory", "pods", "labels", "taints", "images"}
-FAULTS = {"hang", "stop", "die", "die-on-pickup", "resume"}
+FAULTS = {"hang", "stop", "die", "die-on-pickup", "resume", "not-ready", "memory-pressure"}
 
 
 def scenario_from_file(path: str | Path) -> Scenario:
