@@ -14,6 +14,7 @@ import gc
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -102,6 +103,39 @@ def record_scale_trace(out: Path, nodes: int, pods: int, churn: float, duration:
         stdout=subprocess.DEVNULL,
     )
     return time.perf_counter() - start
+
+
+def simulate_without_recording(
+    nodes: int, pods: int, churn: float, duration: float
+) -> tuple[int, float]:
+    """The ``scale`` scenario flat out with nothing written: (watch events the API server's
+    fan-out delivered, seconds of the run loop), as ``simulate`` reports them."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "simulate",
+            "--scenario",
+            "scale",
+            "--nodes",
+            str(nodes),
+            "--pods",
+            str(pods),
+            "--churn",
+            str(churn),
+            "--duration",
+            str(duration),
+            "--speed",
+            "max",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    found = re.search(r"in ([\d.]+) s wall, \d+ trace lines .*?, (\d+) API changes", out)
+    if found is None:
+        raise RuntimeError(f"unexpected simulate output: {out[-500:]}")
+    return int(found.group(2)), float(found.group(1))
 
 
 def count_lines(path: Path) -> int:

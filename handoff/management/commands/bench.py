@@ -50,6 +50,16 @@ class Command(BaseCommand):
                     note=f"{lines} events, {nodes} nodes, {pods} pods, recording included",
                 )
             )
+            self.stderr.write("running it again without recording...")
+            events, loop_seconds = bench.simulate_without_recording(nodes, pods, churn, duration)
+            results.add(
+                bench.Figure(
+                    "simulator: scale at --speed max, nothing recorded",
+                    round(events / loop_seconds),
+                    "events/s",
+                    note=f"{events} watch events from the fan-out, run loop only (no build)",
+                )
+            )
         self.stderr.write(f"folding {trace}...")
         bench.run_fold_benchmarks(
             results,
