@@ -149,6 +149,7 @@ class Kubelet:
         self.name = node["metadata"]["name"]
         self.node_template = node
         self.ip = node_ip(node)
+        self.host_ips = [{"ip": self.ip}]  # shared by every status it writes
         self.state = "running"
         self.recorder = CoreRecorder(api, "kubelet", self.name)
         self.pods: dict[str, PodState] = {}
@@ -167,6 +168,7 @@ class Kubelet:
         self._delivered = 0.0
         self._admitted_at = 0.0
         self.ip_seq = 1
+        self.ip_prefix = node["spec"]["podCIDR"].rsplit(".", 1)[0] + "."
         self.sub = api.subscribe("pods", self._deliver, node_name=self.name)
         for manifest in static_pods or ():
             self.static[manifest["metadata"]["name"]] = manifest
@@ -443,13 +445,11 @@ class Kubelet:
             return "InvalidNodeInfo", "Kubelet cannot get node info."
         alloc = node["status"].get("allocatable") or {}
         cpu, mem = pod_requests(pod)
-        pods_cap = int(alloc.get("pods", "110"))
+        pods_cap, cap_cpu, cap_mem = _capacity(alloc)
         if self.used_pods + 1 > pods_cap:
             return "OutOfpods", _insufficient("pods", 1, self.used_pods, pods_cap)
-        cap_cpu = cpu_millis(alloc.get("cpu", "0"))
         if cpu and cpu > cap_cpu - self.used_cpu:
             return "OutOfcpu", _insufficient("cpu", cpu, self.used_cpu, cap_cpu)
-        cap_mem = mem_bytes(alloc.get("memory", "0"))
         if mem and mem > cap_mem - self.used_mem:
             return "OutOfmemory", _insufficient("memory", mem, self.used_mem, cap_mem)
         if not matches_node(pod["spec"], node):
@@ -483,7 +483,7 @@ class Kubelet:
         used: set[tuple[str, str, int]] = set()
         for ps in [*self.pods.values(), *self.static_states.values()]:
             if ps.start_time and not ps.released:
-                used |= host_ports(ps.pod)
+                used.update(host_ports(ps.pod))
         return used
 
     # --- node-pressure eviction (pkg/kubelet/eviction) -------------------------------------
@@ -593,8 +593,7 @@ class Kubelet:
 
     def _next_ip(self) -> str:
         self.ip_seq += 1
-        cidr = self.node_template["spec"]["podCIDR"].split(".")
-        return f"{cidr[0]}.{cidr[1]}.{cidr[2]}.{self.ip_seq % 250 + 2}"
+        return f"{self.ip_prefix}{self.ip_seq % 250 + 2}"
 
     def _next_container(self, ps: PodState) -> None:
         """Start the next init container, or every app container once init is done."""
@@ -895,10 +894,9 @@ class Kubelet:
         pod = self.api.find("pods", meta["namespace"], meta["name"])
         if pod is None or pod["metadata"]["uid"] != ps.uid:
             return
-        new = edit(pod, "status")
-        new["status"] = self.build_status(ps, pod["status"])
-        if new["status"] != pod["status"]:
-            self._write(new)
+        status = self.build_status(ps, pod["status"])
+        if status != pod["status"]:
+            self._write({**pod, "status": status})
 
     def _write(self, new: Obj) -> None:
         with contextlib.suppress(ApiError):
@@ -945,6 +943,17 @@ class Kubelet:
         for type_ in KUBELET_CONDITIONS:
             value, reason, message = values[type_]
             prev = previous.get(type_)
+            if (
+                prev is not None
+                and prev["status"] == value
+                and prev.get("reason") == reason
+                and prev.get("message") == message
+                and len(prev) == 4 + (reason is not None) + (message is not None)
+                and "lastProbeTime" in prev
+                and prev["lastProbeTime"] is None
+            ):
+                conditions.append(prev)  # unchanged: share it (stored objects are immutable)
+                continue
             cond: Obj = {"type": type_, "status": value, "lastProbeTime": None}
             if prev is not None and prev["status"] == value:
                 cond["lastTransitionTime"] = prev.get("lastTransitionTime")
@@ -962,7 +971,7 @@ class Kubelet:
             "phase": ps.phase,
             "conditions": conditions,
             "hostIP": self.ip,
-            "hostIPs": [{"ip": self.ip}],
+            "hostIPs": self.host_ips,
         }
         if ps.pod_ip:
             status["podIP"] = ps.pod_ip
@@ -1139,8 +1148,44 @@ EVICTION_PERIOD = 10.0  # the eviction manager's housekeeping interval
 EVICTION_THRESHOLD = "100Mi"  # the default evictionHard memory.available
 
 
-def host_ports(pod: Obj) -> set[tuple[str, str, int]]:
-    """(protocol, hostIP, hostPort) of every container port that claims one on the node."""
+_capacities: dict[int, tuple[Obj, tuple[int, int, int]]] = {}
+
+
+def _capacity(alloc: Obj) -> tuple[int, int, int]:
+    """(pods, milli-cpu, memory bytes) of an allocatable map, parsed once per map."""
+    hit = _capacities.get(id(alloc))
+    if hit is not None and hit[0] is alloc:
+        return hit[1]
+    parsed = (
+        int(alloc.get("pods", "110")),
+        cpu_millis(alloc.get("cpu", "0")),
+        mem_bytes(alloc.get("memory", "0")),
+    )
+    if len(_capacities) > 65536:
+        _capacities.clear()
+    _capacities[id(alloc)] = (alloc, parsed)
+    return parsed
+
+
+_ports: dict[int, tuple[Any, frozenset[tuple[str, str, int]]]] = {}
+
+
+def host_ports(pod: Obj) -> frozenset[tuple[str, str, int]]:
+    """(protocol, hostIP, hostPort) of every container port that claims one on the node.
+
+    Container lists are shared by every copy of a pod, so the answer is cached on them."""
+    containers = pod["spec"].get("containers")
+    hit = _ports.get(id(containers))
+    if hit is not None and hit[0] is containers and "initContainers" not in pod["spec"]:
+        return hit[1]
+    found = _host_ports(pod)
+    if len(_ports) > 65536:
+        _ports.clear()
+    _ports[id(containers)] = (containers, found)
+    return found
+
+
+def _host_ports(pod: Obj) -> frozenset[tuple[str, str, int]]:
     out: set[tuple[str, str, int]] = set()
     spec = pod["spec"]
     for c in (*spec.get("initContainers", ()), *spec.get("containers", ())):
@@ -1148,7 +1193,7 @@ def host_ports(pod: Obj) -> set[tuple[str, str, int]]:
             if port.get("hostPort"):
                 ip = port.get("hostIP") or "0.0.0.0"
                 out.add((port.get("protocol", "TCP"), ip, int(port["hostPort"])))
-    return out
+    return frozenset(out)
 
 
 def _eviction_message(ps: PodState) -> str:
