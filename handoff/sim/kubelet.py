@@ -162,8 +162,10 @@ class Kubelet:
         self.last_report = 0.0
         # Ready=False with this message while set (a broken CNI, runtime or PLEG).
         self.not_ready: str | None = None
-        # Hard memory eviction threshold crossed: pods left to evict before it clears.
+        # Hard memory eviction threshold crossed: pods left to evict before it clears, and
+        # until when MemoryPressure stays True (evictionPressureTransitionPeriod, 5 min).
         self.memory_pressure = 0
+        self.pressure_until = 0.0
         self.die_on_pickup = False
         self._delivered = 0.0
         self._admitted_at = 0.0
@@ -211,7 +213,7 @@ class Kubelet:
                 "KubeletHasInsufficientMemory",
                 "kubelet has insufficient memory available",
             )
-            if self.memory_pressure
+            if self._under_pressure()
             else (
                 "MemoryPressure",
                 "False",
@@ -265,9 +267,12 @@ class Kubelet:
     def _wanted(self, type_: str) -> str:
         if type_ == "Ready":
             return "False" if self.not_ready else "True"
-        if type_ == "MemoryPressure" and self.memory_pressure:
+        if type_ == "MemoryPressure" and self._under_pressure():
             return "True"
         return "False"
+
+    def _under_pressure(self) -> bool:
+        return bool(self.memory_pressure) or self.loop.now < self.pressure_until
 
     def _node_status_tick(self) -> bool:
         """Every 10 s: post status if it changed, or every 5 minutes regardless."""
@@ -300,7 +305,8 @@ class Kubelet:
 
     def press_memory(self, evictions: int = 1) -> None:
         """memory.available falls under the hard threshold (100Mi) until ``evictions`` pods
-        have been evicted; the eviction manager acts every 10 s (housekeeping)."""
+        have been evicted; the eviction manager acts every 10 s (housekeeping), and the node
+        reports MemoryPressure until 5 minutes after the last eviction."""
         if not self.memory_pressure:
             self.loop.call_later(self.loop.uniform((0.0, EVICTION_PERIOD)), self._eviction_tick)
         self.memory_pressure = max(self.memory_pressure, evictions)
@@ -499,7 +505,7 @@ class Kubelet:
         if self.memory_pressure:
             self.loop.call_later(EVICTION_PERIOD, self._eviction_tick)
         else:
-            self._node_status_tick()
+            self.pressure_until = self.loop.now + PRESSURE_TRANSITION
 
     def _eviction_victim(self) -> PodState | None:
         """rankMemoryPressure: BestEffort, then Burstable, then Guaranteed; static pods are
@@ -1145,6 +1151,7 @@ NODE_STATUS_EVENTS = {
     "Ready": ("NodeNotReady", "NodeReady"),
 }
 EVICTION_PERIOD = 10.0  # the eviction manager's housekeeping interval
+PRESSURE_TRANSITION = 300.0  # evictionPressureTransitionPeriod
 EVICTION_THRESHOLD = "100Mi"  # the default evictionHard memory.available
 
 

@@ -163,13 +163,18 @@ class Steady:
             self.cluster.loop.call_later(600.0, self.cluster.delete_pod, "default", name)
 
     def _node_trouble(self) -> None:
-        """A kubelet hangs for a while, or stops long enough for NotReady and evictions."""
+        """A kubelet hangs for a while, stops or reports NotReady long enough for NotReady
+        taints and evictions, or runs short of memory and evicts a pod."""
         name = self.rng.choice(self.workers)
         kubelet = self.cluster.kubelets[name]
-        if kubelet.state != "running":
+        if kubelet.state != "running" or kubelet.not_ready or kubelet.memory_pressure:
             return
-        mode = self.rng.choice(("hang", "hang", "hang", "stop"))
+        mode = self.rng.choice(
+            ("hang", "hang", "hang", "stop", "hang", "hang", "stop", "not-ready", "memory-pressure")
+        )
         self.cluster.fault(name, mode)
+        if mode == "memory-pressure":
+            return  # it clears itself once a pod is evicted
         lasting = self.rng.uniform(60, 200) if mode == "hang" else self.rng.uniform(90, 400)
         self.cluster.loop.call_later(lasting, self.cluster.fault, name, "resume")
 
