@@ -29,9 +29,22 @@ from pathlib import Path
 from typing import TextIO
 
 PIDFILE = "demo.pid"
-# The simulator's demo scenario, live at wall-clock speed.
+# The simulator's demo scenario, live at wall-clock speed, served over the Kubernetes API
+# and watched by the worker like any cluster (registered as DEMO_CLUSTER).
 SIMULATOR_ARGS = ["simulate", "--scenario", "steady", "--speed", "1"]
+DEMO_CLUSTER = "demo"
+# Watch-queue slots: per cluster three watch streams and one fold worker, plus room for
+# the successors they enqueue at a hand-over.
+WATCH_SLOTS = 6
 PR_SET_PDEATHSIG = 1
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def free_port(host: str = "127.0.0.1", preferred: int = 0, tries: int = 1) -> int:
@@ -280,10 +293,14 @@ class Devstack:
         return True
 
     def start_worker(self) -> bool:
-        argv = [self.python, "-m", "celery", "-A", "handoff", "worker", "-Q", "default,watch"]
+        """Two workers: short tasks (the heartbeat among them) must not wait behind the
+        long-running watch streams and fold workers, which hold their slot for a window."""
+        base = [self.python, "-m", "celery", "-A", "handoff", "worker", "-l", "info"]
         # Gossip and mingle only slow the start here; nothing uses them.
-        argv += ["-l", "info", "--without-gossip", "--without-mingle", "-n", "demo@%h"]
-        self.spawn(Child("worker", argv))
+        base += ["--without-gossip", "--without-mingle"]
+        self.spawn(Child("worker", [*base, "-Q", "default", "-c", "2", "-n", "demo@%h"]))
+        watch = [*base, "-Q", "watch", "-c", str(WATCH_SLOTS), "-n", "watch@%h"]
+        self.spawn(Child("watcher", watch))
         return True
 
     def start_beat(self) -> bool:
@@ -305,10 +322,38 @@ class Devstack:
         return True
 
     def start_simulator(self) -> bool:
-        if self.with_simulator:
-            argv = [self.python, "manage.py", *SIMULATOR_ARGS]
-            self.spawn(Child("simulator", argv, required=False))
+        """Serve the simulated cluster and register it, so the worker watches it
+        through the kubernetes client exactly as it would a real one."""
+        if not self.with_simulator:
+            return True
+        port = free_port()
+        kubeconfig = self.run_dir / "sim-kubeconfig"
+        kubeconfig.unlink(missing_ok=True)
+        serve = ["--serve", f"127.0.0.1:{port}", "--kubeconfig", str(kubeconfig)]
+        argv = [self.python, "manage.py", *SIMULATOR_ARGS, *serve]
+        self.spawn(Child("simulator", argv, required=False))
+        if not self.wait_for("simulator", lambda: kubeconfig.exists() and port_open(port)):
+            return False
+        # A fresh simulator starts its resourceVersions over: the previous run's data
+        # for the demo cluster would make every new object look stale.
+        self.manage("clusters", "remove", DEMO_CLUSTER, check=False)
+        added = self.manage(
+            "clusters", "add", DEMO_CLUSTER, "--kubeconfig", str(kubeconfig), "--start"
+        )
+        if not added:
+            self.say(f"could not register the demo cluster; see {self.log_path('clusters')}")
         return True
+
+    def manage(self, *args: str, check: bool = True) -> bool:
+        """Run a short manage.py command to completion, logging to clusters.log."""
+        child = Child("clusters", [self.python, "manage.py", *args])
+        proc = self.popen(child)
+        try:
+            code = proc.wait(timeout=self.start_timeout)
+        except subprocess.TimeoutExpired:
+            stop_groups([(proc.pid, start_time(proc.pid) or 0)], self.stop_timeout)
+            return False
+        return code == 0 or not check
 
     def wait_until_serving(self) -> bool:
         if not self.wait_for("web", lambda: self.probe() is not None):

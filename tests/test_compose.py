@@ -62,7 +62,7 @@ def test_web_serves_the_asgi_application_with_daphne():
     assert callable(import_string(f"{module}.{attribute}"))
 
 
-@pytest.mark.parametrize("service", ["worker", "beat"])
+@pytest.mark.parametrize("service", ["worker", "watcher", "beat"])
 def test_celery_services_name_the_project_app(service):
     argv = command(service)
     assert argv[:2] == ["celery", "-A"]
@@ -71,8 +71,13 @@ def test_celery_services_name_the_project_app(service):
     assert app.main == "handoff"
 
 
-def test_the_worker_consumes_the_default_and_watch_queues():
-    assert set(option(command("worker"), "-Q").split(",")) == {"default", "watch"}
+def test_the_workers_consume_the_default_and_watch_queues_apart():
+    assert option(command("worker"), "-Q") == "default"
+    assert option(command("watcher"), "-Q") == "watch"
+
+
+def test_the_watcher_has_room_for_a_clusters_streams_and_fold_worker():
+    assert int(option(command("watcher"), "-c")) >= 4
 
 
 @pytest.mark.parametrize("service", ["migrate", "simulator"])

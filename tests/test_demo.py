@@ -63,11 +63,23 @@ def healthz(port: int) -> int | None:
         return None
 
 
-def start_demo(run_dir: Path, port: int) -> subprocess.Popen:
+def start_demo(run_dir: Path, port: int, simulator: bool = False) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}  # Private redis-server.
     env.update(HANDOFF_RUN_DIR=str(run_dir), PYTHONUNBUFFERED="1")
-    argv = [sys.executable, "manage.py", "demo", "--port", str(port), "--no-simulator"]
+    argv = [sys.executable, "manage.py", "demo", "--port", str(port)]
+    if not simulator:
+        argv.append("--no-simulator")
     return spawn(argv, run_dir.parent / f"{run_dir.name}-demo.log", env)
+
+
+def healthz_body(port: int) -> dict:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return json.loads(exc.read())
+    except OSError:
+        return {}
 
 
 def demo_output(run_dir: Path) -> str:
@@ -93,9 +105,10 @@ def test_it_serves_a_healthy_stack_and_stops_every_child_on_sigint(run_dir):
         wait_until(lambda: url_printed in demo_output(run_dir), 45, "the URL")
         wait_until(lambda: healthz(port) == 200, 30, "a healthy /healthz")
         record = json.loads((run_dir / "demo.pid").read_text())
-        assert [c["name"] for c in record["children"]] == ["redis", "worker", "beat", "web"]
+        names = [c["name"] for c in record["children"]]
+        assert names == ["redis", "worker", "watcher", "beat", "web"]
         processes = snapshot(run_dir)
-        assert len(processes) >= 6  # Supervisor, 4 children, the worker's pool.
+        assert len(processes) >= 7  # Supervisor, 5 children, the workers' pools.
 
         demo.send_signal(signal.SIGINT)
         assert demo.wait(timeout=30) == 0
@@ -107,6 +120,36 @@ def test_it_serves_a_healthy_stack_and_stops_every_child_on_sigint(run_dir):
     assert not (run_dir / "demo.pid").exists()
     for name in ("redis", "worker", "beat", "web", "migrate"):
         assert (run_dir / f"{name}.log").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_it_watches_the_simulator_live_like_any_cluster(run_dir):
+    port = free_port()
+    demo = start_demo(run_dir, port, simulator=True)
+    try:
+        wait_until(lambda: healthz(port) == 200, 75, "a healthy /healthz")
+
+        def streams() -> dict:
+            return healthz_body(port).get("streams", {}).get("demo", {})
+
+        # The worker lists and watches the served simulator through the kubernetes
+        # client, and the fold worker folds what it streams.
+        wait_until(
+            lambda: all(streams().get(s, {}).get("events", 0) > 0 for s in ("pods", "fold")),
+            90,
+            "the demo cluster's pods streamed and folded",
+        )
+        wait_until(
+            lambda: all(streams().get(s, {}).get("held") for s in ("pods", "nodes", "events")),
+            60,
+            "a live watcher holding every stream",
+        )
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(timeout=60) == 0
+    finally:
+        if demo.poll() is None:
+            stop(demo)
+    assert processes_of_run(run_dir) == []
 
 
 @pytest.mark.slow

@@ -85,12 +85,16 @@ def _live_report(cluster: str, at: float | None, options: dict[str, Any]) -> dic
     from handoff import store
     from handoff.ingest import Folder
 
-    with redis.Redis.from_url(settings.REDIS_URL) as client:
-        if store.cluster(client, cluster) is None and not client.exists(store.events_key(cluster)):
-            raise CommandError(f"no cluster named {cluster!r} (python manage.py clusters list)")
-        folder = Folder(client, cluster)
-        folder.load()
-        evaluated = store.fold_state(client, cluster).get("evaluated_at")
+    try:
+        with redis.Redis.from_url(settings.REDIS_URL) as client:
+            known = store.cluster(client, cluster) is not None
+            if not known and not client.exists(store.events_key(cluster)):
+                raise CommandError(f"no cluster named {cluster!r} (python manage.py clusters list)")
+            folder = Folder(client, cluster)
+            folder.load()
+            evaluated = store.fold_state(client, cluster).get("evaluated_at")
+    except redis.RedisError as exc:
+        raise CommandError(f"cannot read the live state from Redis: {exc}") from exc
     if at is None and evaluated:
         at = max(parse_time(evaluated), folder.timeline.last_observed or 0.0)
     report = build_report(
