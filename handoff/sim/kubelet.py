@@ -166,6 +166,7 @@ class Kubelet:
         # until when MemoryPressure stays True (evictionPressureTransitionPeriod, 5 min).
         self.memory_pressure = 0
         self.pressure_until = 0.0
+        self._in_order: tuple[Obj | None, tuple[str | None, bool]] = (None, (None, False))
         self.die_on_pickup = False
         self._delivered = 0.0
         self._admitted_at = 0.0
@@ -285,7 +286,14 @@ class Kubelet:
             return True
         now = self.loop.now
         old = node["status"].get("conditions") or []
-        changed = any(c["status"] != self._wanted(c["type"]) for c in old)
+        # Most ticks see the Node it last found in order: skip comparing it again.
+        wanted = (self.not_ready, self._under_pressure())
+        if node is self._in_order[0] and wanted == self._in_order[1]:
+            changed = False
+        else:
+            changed = any(c["status"] != self._wanted(c["type"]) for c in old)
+            if not changed:
+                self._in_order = (node, wanted)
         if changed or now - self.last_report >= self.t.node_status_report:
             new = edit(node, "status")
             new["status"]["conditions"] = self._node_conditions(now, old)

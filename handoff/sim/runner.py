@@ -44,7 +44,8 @@ class RunStats:
         return (
             f"{self.scenario} seed={self.seed}: {self.virtual_seconds:.0f} s virtual in "
             f"{self.wall_seconds:.2f} s wall, {self.lines} trace lines "
-            f"({self.lines_per_wall_second:,.0f}/s), {self.changes} API changes, "
+            f"({self.lines_per_wall_second:,.0f}/s), {self.changes} API changes "
+            f"({self.changes / self.wall_seconds if self.wall_seconds else 0:,.0f}/s), "
             f"{self.pods} pods and {self.nodes} nodes at the end"
         )
 
