@@ -101,13 +101,13 @@ class Loop:
                 if self._stopped and i + 1 < len(due):
                     # Put back what is left of this instant, ahead of anything added since.
                     rest = due[i + 1 :]
+                    self.steps -= len(rest)
                     later = dues.get(when)
                     if later is None:
                         push(heap, when)
                     else:
                         rest.extend(later)
                     dues[when] = rest
-                    self.steps -= len(rest)
                     break
         if deadline is not None and not self._stopped:
             self.now = max(self.now, deadline)

@@ -110,6 +110,54 @@ def test_it_refuses_to_bind_a_pod_twice_with_409() -> None:
     assert err.value.reason == "Conflict"
 
 
+def test_work_scheduled_for_the_current_instant_runs_after_what_was_already_due() -> None:
+    loop = Loop()
+    seen: list[str] = []
+
+    def first() -> None:
+        seen.append("first")
+        loop.call_later(0.0, seen.append, "added now")
+
+    loop.call_later(1.0, first)
+    loop.call_later(1.0, seen.append, "second")
+    loop.run(until=2.0)
+    assert seen == ["first", "second", "added now"]
+
+
+def test_a_stop_mid_instant_keeps_the_rest_of_it_for_the_next_run() -> None:
+    loop = Loop()
+    seen: list[str] = []
+
+    def stopper() -> None:
+        seen.append("stop")
+        loop.stop()
+        loop.call_later(0.0, seen.append, "added now")
+
+    loop.call_later(1.0, stopper)
+    loop.call_later(1.0, seen.append, "after")
+    loop.run(until=5.0)
+    assert seen == ["stop"]
+    loop.run(until=5.0)
+    assert seen == ["stop", "after", "added now"]
+    assert loop.steps == 3
+
+
+def test_restored_objects_send_no_watch_event_and_older_versions_expire() -> None:
+    api = APIServer(Loop())
+    seen: list[str] = []
+    api.subscribe("pods", lambda type_, obj: seen.append(type_))
+    before = api.rv
+    body = api.create("pods", nginx("template"))
+    api.delete("pods", "default", "template")
+    seen.clear()
+    restored = api.restore("pods", {**body, "metadata": {**body["metadata"]}})
+    assert seen == []
+    assert api.find("pods", "default", "template") is restored
+    assert int(restored["metadata"]["resourceVersion"]) == api.rv
+    with pytest.raises(ApiError):
+        api.history_since("pods", before)
+
+
 def test_it_answers_410_expired_for_a_compacted_resource_version() -> None:
     api = APIServer(Loop(), history=3)
     first = api.create("pods", nginx("a"))
