@@ -24,10 +24,12 @@ from handoff.sim.objects import (
     cpu_millis,
     edit,
     go_duration,
+    host_ports,
     matches_node,
     mem_bytes,
     node_ip,
     pod_requests,
+    ports_conflict,
     stamp,
     untolerated,
 )
@@ -477,7 +479,7 @@ class Kubelet:
                 "Predicate NodeName failed: node(s) didn't match the requested node name",
             )
         wanted = host_ports(pod)
-        if wanted and not wanted.isdisjoint(self._ports_in_use()):
+        if wanted and ports_conflict(wanted, self._ports_in_use()):
             return (
                 "NodePorts",
                 "Predicate NodePorts failed: node(s) didn't have free ports for the requested "
@@ -1180,35 +1182,6 @@ def _capacity(alloc: Obj) -> tuple[int, int, int]:
         _capacities.clear()
     _capacities[id(alloc)] = (alloc, parsed)
     return parsed
-
-
-_ports: dict[int, tuple[Any, frozenset[tuple[str, str, int]]]] = {}
-
-
-def host_ports(pod: Obj) -> frozenset[tuple[str, str, int]]:
-    """(protocol, hostIP, hostPort) of every container port that claims one on the node.
-
-    Container lists are shared by every copy of a pod, so the answer is cached on them."""
-    containers = pod["spec"].get("containers")
-    hit = _ports.get(id(containers))
-    if hit is not None and hit[0] is containers and "initContainers" not in pod["spec"]:
-        return hit[1]
-    found = _host_ports(pod)
-    if len(_ports) > 65536:
-        _ports.clear()
-    _ports[id(containers)] = (containers, found)
-    return found
-
-
-def _host_ports(pod: Obj) -> frozenset[tuple[str, str, int]]:
-    out: set[tuple[str, str, int]] = set()
-    spec = pod["spec"]
-    for c in (*spec.get("initContainers", ()), *spec.get("containers", ())):
-        for port in c.get("ports") or ():
-            if port.get("hostPort"):
-                ip = port.get("hostIP") or "0.0.0.0"
-                out.add((port.get("protocol", "TCP"), ip, int(port["hostPort"])))
-    return frozenset(out)
 
 
 def _eviction_message(ps: PodState) -> str:

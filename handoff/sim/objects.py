@@ -135,6 +135,50 @@ def _pod_requests(spec: Obj) -> tuple[int, int]:
     return cpu, mem
 
 
+_ports: dict[int, tuple[Any, frozenset[tuple[str, str, int]]]] = {}
+
+
+def host_ports(pod: Obj) -> frozenset[tuple[str, str, int]]:
+    """(protocol, hostIP, hostPort) of every container port that claims one on the node.
+
+    Container lists are shared by every copy of a pod, so the answer is cached on them."""
+    containers = pod["spec"].get("containers")
+    hit = _ports.get(id(containers))
+    if hit is not None and hit[0] is containers and "initContainers" not in pod["spec"]:
+        return hit[1]
+    found = _host_ports(pod)
+    if len(_ports) > 65536:
+        _ports.clear()
+    _ports[id(containers)] = (containers, found)
+    return found
+
+
+def _host_ports(pod: Obj) -> frozenset[tuple[str, str, int]]:
+    out: set[tuple[str, str, int]] = set()
+    spec = pod["spec"]
+    for c in (*spec.get("initContainers", ()), *spec.get("containers", ())):
+        for port in c.get("ports") or ():
+            if port.get("hostPort"):
+                ip = port.get("hostIP") or "0.0.0.0"
+                out.add((port.get("protocol", "TCP"), ip, int(port["hostPort"])))
+    return frozenset(out)
+
+
+def ports_conflict(
+    wanted: frozenset[tuple[str, str, int]], used: set[tuple[str, str, int]] | frozenset
+) -> bool:
+    """HostPortInfo.CheckConflict: same protocol and port, and the same IP or 0.0.0.0."""
+    for protocol, ip, port in wanted:
+        for other_protocol, other_ip, other_port in used:
+            if (
+                port == other_port
+                and protocol == other_protocol
+                and (ip == other_ip or "0.0.0.0" in (ip, other_ip))
+            ):
+                return True
+    return False
+
+
 def qos_class(spec: Obj) -> str:
     requests = limits = False
     for c in spec.get("containers", ()):

@@ -1,10 +1,10 @@
 """kube-scheduler: queue, filters, least-allocated scoring, assume cache, asynchronous binding.
 
 Filters run in the default plugin order (NodeUnschedulable, TaintToleration, NodeAffinity,
-NodeResourcesFit) and the first failing plugin names the node's reason, so FailedScheduling
-messages read like the real FitError. Unschedulable pods are retried after their backoff
-(1 s doubling to 10 s) when a cluster event that could help arrives, and otherwise after
-5 minutes (podMaxInUnschedulablePodsDuration), as the scheduling queue does.
+NodePorts, NodeResourcesFit) and the first failing plugin names the node's reason, so
+FailedScheduling messages read like the real FitError. Unschedulable pods are retried after
+their backoff (1 s doubling to 10 s) when a cluster event that could help arrives, and
+otherwise after 5 minutes (podMaxInUnschedulablePodsDuration), as the scheduling queue does.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from handoff.sim.objects import (
     Obj,
     cpu_millis,
     edit,
+    host_ports,
     matches_node,
     mem_bytes,
     pod_requests,
+    ports_conflict,
     untolerated,
 )
 
@@ -117,6 +119,8 @@ class Scheduler:
         self.order: list[str] = []
         self.infos: list[NodeInfo] = []  # NodeInfo in ``order``: the filter loop's list
         self.cache: dict[str, tuple[str, int, int]] = {}  # uid -> (node, cpu, mem)
+        # node -> uid -> host ports, for the pods that claim any (NodePorts)
+        self.ports: dict[str, dict[str, frozenset[tuple[str, str, int]]]] = {}
         self.assumed: set[str] = set()
         self.active: deque[tuple[str, str, str]] = deque()
         self.queued: set[str] = set()
@@ -217,6 +221,7 @@ class Scheduler:
             return
         cpu, mem = pod_requests(pod)
         self.cache[uid] = (node_name, cpu, mem)
+        self._claim_ports(uid, node_name, pod)
         info = self.nodes.get(node_name)
         if info is not None:
             info.req_cpu += cpu
@@ -235,6 +240,9 @@ class Scheduler:
         entry = self.cache.pop(uid, None)
         if entry is None:
             return False
+        claimed = self.ports.get(entry[0])
+        if claimed is not None:
+            claimed.pop(uid, None)
         info = self.nodes.get(entry[0])
         if info is not None:
             info.req_cpu -= entry[1]
@@ -250,6 +258,11 @@ class Scheduler:
                 if not waiting[2]:
                     del self.unknown_nodes[entry[0]]
         return True
+
+    def _claim_ports(self, uid: str, node_name: str, pod: Obj) -> None:
+        ports = host_ports(pod)
+        if ports:
+            self.ports.setdefault(node_name, {})[uid] = ports
 
     # --- queue -----------------------------------------------------------------------------
 
@@ -327,7 +340,9 @@ class Scheduler:
         req = pod_requests(pod)
         cpu, mem = req
         tolerations = spec.get("tolerations") or []
-        needs_affinity = bool(spec.get("nodeSelector") or spec.get("affinity"))
+        wanted_ports = host_ports(pod)
+        # Pods with node affinity or host ports skip the fast path and its cached scores.
+        needs_affinity = bool(spec.get("nodeSelector") or spec.get("affinity") or wanted_ports)
         infos = self.infos
         n = len(infos)
         want = self._num_to_find(n)
@@ -357,7 +372,7 @@ class Scheduler:
                     info.fit_for = req
                     info.fit_score = score
             if score < 0:
-                reason = self._filter(info, cpu, mem, tolerations, spec, needs_affinity)
+                reason = self._filter(info, cpu, mem, tolerations, spec, wanted_ports)
                 if reason is not None:
                     for r in reason:
                         reasons[r] = reasons.get(r, 0) + 1
@@ -385,7 +400,7 @@ class Scheduler:
         mem: int,
         tolerations: list[Obj],
         spec: Obj,
-        needs_affinity: bool,
+        wanted_ports: frozenset[tuple[str, str, int]] = frozenset(),
     ) -> tuple[str, ...] | None:
         if info.unschedulable and untolerated([UNSCHEDULABLE_TAINT], tolerations, ("NoSchedule",)):
             return ("node(s) were unschedulable",)
@@ -396,8 +411,12 @@ class Scheduler:
                     key, value = taint["key"], taint.get("value", "")
                     return (f"node(s) had untolerated taint {{{key}: {value}}}",)
                 return ("node(s) had untolerated taint(s)",)
-        if needs_affinity and not matches_node(spec, info.obj):
+        if (spec.get("nodeSelector") or spec.get("affinity")) and not matches_node(spec, info.obj):
             return ("node(s) didn't match Pod's node affinity/selector",)
+        if wanted_ports:
+            used = self.ports.get(info.name)
+            if used and any(ports_conflict(wanted_ports, claimed) for claimed in used.values()):
+                return ("node(s) didn't have free ports for the requested pod ports",)
         out: list[str] = []
         if info.npods + 1 > info.alloc_pods:
             out.append("Too many pods")
@@ -412,6 +431,7 @@ class Scheduler:
     ) -> None:
         uid = key[2]
         self.cache[uid] = (info.name, cpu, mem)
+        self._claim_ports(uid, info.name, pod)
         self.assumed.add(uid)
         info.req_cpu += cpu
         info.req_mem += mem

@@ -165,3 +165,40 @@ def test_the_kubelet_rejects_a_pod_for_another_node_with_nodename() -> None:
         "NodeName",
         "Predicate NodeName failed: node(s) didn't match the requested node name",
     )
+
+
+def _with_host_port(name: str, port: int, ip: str | None = None) -> dict:
+    body = nginx(name)
+    spec_port: dict = {"containerPort": 80, "hostPort": port}
+    if ip:
+        spec_port["hostIP"] = ip
+    body["spec"]["containers"][0]["ports"] = [spec_port]
+    return body
+
+
+def test_the_scheduler_filters_nodes_whose_host_port_is_taken() -> None:
+    cluster = small_cluster()
+    cluster.add_node("n1")
+    cluster.add_node("n2")
+    cap = Capture(cluster)
+    for name in ("a", "b", "c"):
+        cluster.create_pod(_with_host_port(name, 8080))
+        cap.run(5)
+    nodes = {cap.last(n)["spec"].get("nodeName") for n in ("a", "b")}
+    assert nodes == {"n1", "n2"}  # the second went to the node whose port was free
+    assert "nodeName" not in cap.last("c")["spec"]
+    (failed,) = cap.events("c", "FailedScheduling")
+    assert failed["message"] == (
+        "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod "
+        "ports. preemption: 0/2 nodes are available: 2 Preemption is not helpful for "
+        "scheduling."
+    )
+    # A specific hostIP still conflicts with the 0.0.0.0 (the default) that a and b hold.
+    cluster.create_pod(_with_host_port("d", 8080, "10.0.0.1"))
+    cap.run(5)
+    assert "nodeName" not in cap.last("d")["spec"]
+    cluster.delete_pod("default", "a")
+    cap.run(60)
+    # a's node is free again: one of the waiting pods gets it.
+    placed = [n for n in ("c", "d") if cap.last(n)["spec"].get("nodeName")]
+    assert len(placed) == 1
