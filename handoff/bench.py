@@ -78,30 +78,29 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _scale_argv(nodes: int, pods: int, churn: float, duration: float) -> list[str]:
+    return [
+        sys.executable,
+        "manage.py",
+        "simulate",
+        "--scenario",
+        "scale",
+        "--nodes",
+        str(nodes),
+        "--pods",
+        str(pods),
+        "--churn",
+        str(churn),
+        "--duration",
+        str(duration),
+    ]
+
+
 def record_scale_trace(out: Path, nodes: int, pods: int, churn: float, duration: float) -> float:
     """Run the simulator's ``scale`` scenario into ``out``; returns wall seconds."""
     start = time.perf_counter()
-    subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "simulate",
-            "--scenario",
-            "scale",
-            "--nodes",
-            str(nodes),
-            "--pods",
-            str(pods),
-            "--churn",
-            str(churn),
-            "--duration",
-            str(duration),
-            "--record",
-            str(out),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    argv = [*_scale_argv(nodes, pods, churn, duration), "--record", str(out)]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
@@ -111,23 +110,7 @@ def simulate_without_recording(
     """The ``scale`` scenario flat out with nothing written: (watch events the API server's
     fan-out delivered, seconds of the run loop), as ``simulate`` reports them."""
     out = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "simulate",
-            "--scenario",
-            "scale",
-            "--nodes",
-            str(nodes),
-            "--pods",
-            str(pods),
-            "--churn",
-            str(churn),
-            "--duration",
-            str(duration),
-            "--speed",
-            "max",
-        ],
+        [*_scale_argv(nodes, pods, churn, duration), "--speed", "max"],
         check=True,
         capture_output=True,
         text=True,

@@ -10,6 +10,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handoff import store
+from handoff.management.cliargs import is_tty
+from handoff.management.cliargs import speed as parse_speed
 from handoff.sources.trace import replay
 
 
@@ -27,7 +29,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        speed = _speed(options["speed"])
+        speed = parse_speed(options["speed"])
         name = options["cluster"]
         with redis.Redis.from_url(settings.REDIS_URL) as client:
             if store.cluster(client, name) is None:
@@ -39,7 +41,7 @@ class Command(BaseCommand):
                 from handoff.tasks import start_stream
 
                 start_stream(name, store.FOLD)
-            bar = _Bar(self.stdout) if _tty(self.stdout) else None
+            bar = _Bar(self.stdout) if is_tty(self.stdout) else None
             try:
                 reader = replay(
                     client, name, options["file"], speed, progress=bar.show if bar else None
@@ -51,23 +53,6 @@ class Command(BaseCommand):
         for error in reader.errors[:20]:
             self.stderr.write(f"{options['file']}: {error}")
         self.stdout.write(f"replayed {reader.lines_read} lines into {name}")
-
-
-def _speed(text: str) -> float | None:
-    if text == "max":
-        return None
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise CommandError(f"--speed takes a number or 'max', not {text!r}") from exc
-    if value <= 0:
-        raise CommandError("--speed must be positive")
-    return value
-
-
-def _tty(stream: Any) -> bool:
-    isatty = getattr(getattr(stream, "_out", stream), "isatty", None)
-    return bool(isatty and isatty())
 
 
 class _Bar:

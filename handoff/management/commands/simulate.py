@@ -9,20 +9,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from handoff.management.cliargs import speed as parse_speed
 from handoff.sim import SCENARIOS, Options, find_scenario, run
 from handoff.sim.runner import serve
-
-
-def _speed(text: str) -> float | None:
-    if text == "max":
-        return None
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise CommandError(f"--speed takes a number or 'max', not {text!r}") from exc
-    if value <= 0:
-        raise CommandError("--speed must be positive")
-    return value
 
 
 class Command(BaseCommand):
@@ -91,7 +80,7 @@ class Command(BaseCommand):
             scenario,
             opts,
             record=options["record"],
-            speed=_speed(speed_text),
+            speed=parse_speed(speed_text),
             events_group=options["events_api"],
             progress=None if options["record"] else self._progress,
         )
@@ -105,7 +94,7 @@ class Command(BaseCommand):
         self.stdout.flush()
 
     def _serve(self, scenario: Any, opts: Options, options: dict[str, Any], speed: str) -> None:
-        speed_value = _speed(speed if options["speed"] else "1")
+        speed_value = parse_speed(speed if options["speed"] else "1")
         if speed_value is None:
             raise CommandError("--serve needs a numeric --speed (virtual time follows the clock)")
         # Live: virtual time starts now, so ages in kubectl and the dashboard make sense.

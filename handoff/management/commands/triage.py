@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from handoff.management.cliargs import is_tty
 from handoff.report import build_report, render_table
 from handoff.timeline import fold_file
 from handoff.trace import parse_time
@@ -127,5 +128,4 @@ def _write_bytes(stream: Any, data: bytes) -> None:
 
 
 def _colour_wanted(stream: Any) -> bool:
-    isatty = getattr(getattr(stream, "_out", stream), "isatty", None)
-    return bool(isatty and isatty()) and "NO_COLOR" not in os.environ
+    return is_tty(stream) and "NO_COLOR" not in os.environ
