@@ -3,10 +3,13 @@ as JSON (CLI, API) or as a table for a terminal."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
+
+import orjson
 
 from handoff import verdicts as v
 from handoff.durations import durations, summarise
@@ -152,33 +155,41 @@ def sort_key(view: dict[str, Any]) -> tuple[Any, ...]:
     return (-v.severity(view["verdict"]), created, view["namespace"], view["name"])
 
 
-def build_report(
+_CREATED = _INDEX["created"]
+
+
+def outline(
     timeline: Timeline,
     at: float | None = None,
     stuck_after: float = 60.0,
     errors: Iterable[LineError] = (),
     only: Iterable[str] = (),
-) -> dict[str, Any]:
-    """The triage JSON: ``{evaluated_at, cluster, pods, summary, skipped}``."""
+) -> tuple[dict[str, Any], list[PodState], float]:
+    """Everything in the report but the pod views: the summary from one judging pass,
+    and the pods to show, worst first then oldest first. Views can then be made one
+    at a time, so a report of 100,000s of pods need not sit in memory whole."""
     now = evaluation_time(timeline, at)
     wanted = set(only)
-    with paused_gc():
-        views = [pod_view(timeline, pod, now, stuck_after) for pod in timeline.pods.values()]
-    counts = Counter(view["verdict"] for view in views)
+    counts: Counter[str] = Counter()
     samples: dict[str, list[float]] = {}
-    for view in views:
-        for name, value in view["durations"].items():
-            if value is not None:
-                samples.setdefault(name, []).append(value)
-    if wanted:
-        views = [view for view in views if view["verdict"] in wanted]
-    views.sort(key=sort_key)
+    ranked = []
+    with paused_gc():
+        for pod in timeline.pods.values():
+            verdict = timeline.judge(pod, now, stuck_after).verdict
+            counts[verdict] += 1
+            for name, value in durations(pod.milestones).items():
+                if value is not None:
+                    samples.setdefault(name, []).append(value)
+            if not wanted or verdict in wanted:
+                created = pod.milestones[_CREATED]
+                order = (-v.severity(verdict), math.inf if created is None else created)
+                ranked.append((order, pod.namespace, pod.name, pod.uid, pod))
+    ranked.sort(key=lambda item: item[:4])
     error_list = list(errors)
-    return {
+    head = {
         "evaluated_at": _iso(now),
         "cluster": timeline.cluster,
         "stuck_after": stuck_after,
-        "pods": views,
         "summary": {
             "verdicts": {name: counts.get(name, 0) for name in v.VERDICT_NAMES},
             "durations": summarise(samples),
@@ -190,6 +201,49 @@ def build_report(
         "errors": [{"line": e.line, "message": e.message} for e in error_list[:MAX_ERRORS_LISTED]],
         "error_count": len(error_list),
     }
+    return head, [item[-1] for item in ranked], now
+
+
+def build_report(
+    timeline: Timeline,
+    at: float | None = None,
+    stuck_after: float = 60.0,
+    errors: Iterable[LineError] = (),
+    only: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The triage JSON: ``{evaluated_at, cluster, stuck_after, pods, summary, ...}``."""
+    head, pods, now = outline(timeline, at, stuck_after, errors, only)
+    with paused_gc():
+        views = [pod_view(timeline, pod, now, stuck_after) for pod in pods]
+    return _with_pods(head, views)
+
+
+def write_report_json(
+    out: IO[bytes],
+    timeline: Timeline,
+    at: float | None = None,
+    stuck_after: float = 60.0,
+    errors: Iterable[LineError] = (),
+    only: Iterable[str] = (),
+) -> None:
+    """The same JSON as ``build_report``, written pod by pod (one pod per line)."""
+    head, pods, now = outline(timeline, at, stuck_after, errors, only)
+    first, rest = orjson.dumps(_with_pods(head, [])).split(b'"pods":[]', 1)
+    out.write(first + b'"pods":[')
+    with paused_gc():
+        for index, pod in enumerate(pods):
+            out.write(b"\n" if index == 0 else b",\n")
+            out.write(orjson.dumps(pod_view(timeline, pod, now, stuck_after)))
+    out.write(b"\n]" + rest + b"\n")
+
+
+def _with_pods(head: dict[str, Any], views: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's keys in their documented order, pods after the header fields."""
+    order = ("evaluated_at", "cluster", "stuck_after")
+    report = {key: head[key] for key in order}
+    report["pods"] = views
+    report.update((key, value) for key, value in head.items() if key not in order)
+    return report
 
 
 # ------------------------------------------------------------------ table

@@ -158,3 +158,23 @@ def test_it_says_clearly_when_the_file_is_missing(tmp_path):
 def test_it_rejects_a_bad_at(trace):
     with pytest.raises(CommandError, match="RFC 3339"):
         _run("--trace", str(trace), "--at", "noon")
+
+
+def test_it_streams_the_same_json_to_a_real_stdout(trace):
+    """On a real stdout the JSON is written pod by pod; it must be the same report."""
+    import subprocess
+    import sys
+
+    from handoff.report import build_report
+    from handoff.timeline import fold_file
+
+    done = subprocess.run(
+        [sys.executable, "manage.py", "triage", "--trace", str(trace), "--format", "json"],
+        capture_output=True,
+        check=True,
+    )
+    timeline, reader = fold_file(trace)
+
+    assert json.loads(done.stdout) == json.loads(
+        json.dumps(build_report(timeline, errors=reader.errors))
+    )

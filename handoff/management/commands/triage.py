@@ -10,7 +10,7 @@ import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handoff.management.cliargs import is_tty
-from handoff.report import build_report, render_table
+from handoff.report import build_report, render_table, write_report_json
 from handoff.timeline import fold_file
 from handoff.trace import parse_time
 from handoff.verdicts import VERDICT_NAMES
@@ -61,6 +61,14 @@ class Command(BaseCommand):
         if timeline.events_applied == 0 and reader.errors:
             self.stderr.write(f"{options['trace']}: nothing could be read")
             sys.exit(2)
+        if options["format"] == "json" and _binary(self.stdout) is not None:
+            # Written pod by pod: a trace of 100,000s of pods need not be held whole.
+            out = _binary(self.stdout)
+            write_report_json(
+                out, timeline, at, options["stuck_after"], reader.errors, options["verdict"]
+            )
+            out.flush()
+            return
         report = build_report(
             timeline,
             at=at,
@@ -115,16 +123,23 @@ def _parse_at(value: str | None) -> float | None:
         raise CommandError(f"--at must be an RFC 3339 time, got {value!r}") from exc
 
 
-def _write_bytes(stream: Any, data: bytes) -> None:
-    """Large reports go to the binary stream underneath, skipping a text re-encode."""
+def _binary(stream: Any) -> Any:
+    """The binary stream under a command's stdout (None for a StringIO, as in tests)."""
     target = getattr(stream, "_out", stream)
     buffer = getattr(target, "buffer", None)
     if buffer is not None:
         target.flush()
+    return buffer
+
+
+def _write_bytes(stream: Any, data: bytes) -> None:
+    """Large reports go to the binary stream underneath, skipping a text re-encode."""
+    buffer = _binary(stream)
+    if buffer is not None:
         buffer.write(data)
         buffer.flush()
     else:
-        target.write(data.decode())
+        getattr(stream, "_out", stream).write(data.decode())
 
 
 def _colour_wanted(stream: Any) -> bool:
