@@ -6,6 +6,7 @@ new dict through :func:`edit`, so every watcher can keep the reference it was ha
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 from random import Random
 from typing import Any
@@ -456,14 +457,19 @@ def node(
                 {"type": "Hostname", "address": name},
             ],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            # Every field a real kubelet reports; bootID, machineID and systemUUID are
+            # required by clients' typed models. Derived from the name: no RNG draw.
             "nodeInfo": {
                 "architecture": "amd64",
+                "bootID": str(uuid.uuid5(uuid.NAMESPACE_DNS, f"boot.{name}.sim")),
                 "containerRuntimeVersion": "containerd://2.1.1",
                 "kernelVersion": "6.8.0-sim",
                 "kubeProxyVersion": "",
                 "kubeletVersion": kubelet_version,
+                "machineID": uuid.uuid5(uuid.NAMESPACE_DNS, f"machine.{name}.sim").hex,
                 "operatingSystem": "linux",
                 "osImage": "Debian GNU/Linux 12 (bookworm)",
+                "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, f"system.{name}.sim")),
             },
         },
     }
