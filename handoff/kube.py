@@ -21,7 +21,6 @@ from handoff.schema import (
 )
 
 KUBELET = "kubelet"
-SCHEDULER_REASONS = frozenset({"Scheduled", "FailedScheduling"})
 
 
 _TIMES: dict[str, float | None] = {}

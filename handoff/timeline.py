@@ -9,9 +9,11 @@ earliest time) and indifferent to how the Pod and Event watches interleave
 when they arrive).
 
 ``Timeline.judge`` turns one pod's state into a verdict at a given time.
-Milestone times follow one rule (``kube.seen_at``): the watch receive time of
-the event that first revealed the fact, unless the object's own timestamp
-shows the watcher saw it more than a second late.
+Milestone times follow one rule (``PodState.mark``): the watch receive time of
+the event that revealed the fact, unless the object's own (1-second) timestamp
+shows the watcher saw it more than a second late; of several pieces of
+evidence the earliest wins, but a coarse second never undercuts a precise time
+it cannot contradict, and a precise time inside a coarse second refines it.
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ from handoff.schema import (
 )
 from handoff.trace import TraceReader, WatchEvent, parse_time
 
-# Milestone slots: a list per pod is far smaller than a dict.
-M = {name: index for index, name in enumerate(v.MILESTONES)}
+# Milestone slots (indexes into verdicts.MILESTONES): a list per pod is far smaller
+# than a dict.
 CREATED, BOUND, ACK, ADMITTED, REJECTED, SANDBOX, INITIALIZED = range(7)
 STARTED, RUNNING, READY, FINISHED, DELETED = range(7, 12)
 
