@@ -3372,12 +3372,15 @@ but absent from `pods` are deliberately not asserted (see the notes below).
 When one name is used by two incarnations, the older one is keyed
 `<ns>/<name>@<uid>`.
 
-Milestone times follow the time rule: the `observed` time of the watch event
-that first revealed the fact, except when that object carries its own
+Milestone times follow the time rule: each watch event that reveals a fact
+dates it at its `observed` time, except when that object carries its own
 timestamp for the fact (creationTimestamp, condition lastTransitionTime,
 startTime, startedAt, event firstTimestamp/eventTime, deletionTimestamp) and
-that timestamp + 1 s < observed: then the object's timestamp. The generator
-computes them mechanically from the events that reveal each fact:
+that timestamp + 1 s < observed: then the object's (coarse) second. Of several
+reveals the earliest wins, except that a coarse second never undercuts a
+precise time inside it and a precise time inside a coarse second refines it
+(docs/trace-format.md). The generator computes them mechanically from the
+events that reveal each fact:
 
 - created: the pod's first line (ADDED), own timestamp creationTimestamp;
 - bound: the MODIFIED that sets `spec.nodeName` (own: PodScheduled
@@ -3404,7 +3407,9 @@ README_NOTES = """
   event comes before the Failed status; in recreated-same-name.jsonl the old
   incarnation's Killing arrives after the new incarnation's ADDED. The
   Scheduled event is always observed after the binding MODIFIED.
-- Time rule: in every trace except first-seen-bound.jsonl, each asserted
+- Time rule: in every trace except first-seen-bound.jsonl and
+  scheduled-running-core-events.jsonl (whose late status write proves the
+  kubelet had the pod within an earlier second), each asserted
   milestone takes an `observed` time (the generator refuses a scenario where an
   asserted milestone would fall back to the object's own timestamp by
   accident). first-seen-bound.jsonl is the one where the list is hours late,
