@@ -11,7 +11,6 @@ these steps under the cluster's fold lease.
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ import redis
 
 from handoff import store
 from handoff import verdicts as v
+from handoff.gcpause import paused_gc
 from handoff.push import Publisher, messages
 from handoff.report import pod_view
 from handoff.schema import LINE_DECODER, DecodeError
@@ -112,14 +112,9 @@ class Folder:
                 log.warning(
                     "%s: snapshot unreadable (%s), folding the whole stream", self.cluster, exc
                 )
-        gc_was = gc.isenabled()
-        gc.disable()
-        try:
+        with paused_gc():
             while self.fold(self._range(self.settings.batch * 5)):
                 pass
-        finally:
-            if gc_was:
-                gc.enable()
 
     def _clear_indexes(self) -> None:
         pattern = store.index_key(self.cluster, "*", "*")

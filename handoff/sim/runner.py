@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING
 
 import orjson
 
+from handoff.gcpause import paused_gc
 from handoff.sim.cluster import Cluster
 from handoff.sim.objects import Obj
 from handoff.sim.recording import Recording
@@ -53,15 +54,12 @@ class RunStats:
 @contextmanager
 def quiet_gc() -> Iterator[None]:
     """Build without the cyclic collector, then freeze what was built out of its way."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.collect()
-        gc.freeze()
-        if enabled:
-            gc.enable()
+    with paused_gc():
+        try:
+            yield
+        finally:
+            gc.collect()
+            gc.freeze()
 
 
 class LineBuffer:
