@@ -1,8 +1,18 @@
-from django.urls import path
+"""The web UI's URLs, split by area so each area's routes live beside its views.
+
+- board_urls: the cluster list, the triage board, the websocket-backed board API
+  (`/api/clusters`, `/api/clusters/C/summary`, `/api/clusters/C/pods`).
+- detail_urls: the pod, fleet, nodes and replay pages and their API endpoints.
+- export_urls: `/metrics`, downloads (CSV/JSON of the triage table, chart HTML).
+"""
+
+from django.urls import include, path
 
 from webui import views
 
 urlpatterns = [
-    path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("", include("webui.board_urls")),
+    path("", include("webui.detail_urls")),
+    path("", include("webui.export_urls")),
 ]

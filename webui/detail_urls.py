@@ -1,0 +1,3 @@
+"""Routes of the detail area (see webui/urls.py)."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""Routes of the export area (see webui/urls.py)."""
+
+urlpatterns: list = []
