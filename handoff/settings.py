@@ -223,3 +223,10 @@ CELERY_BEAT_SCHEDULE["supervise"] = {
     "schedule": HANDOFF_SUPERVISE_INTERVAL,
     "options": {"expires": HANDOFF_SUPERVISE_INTERVAL * 2},
 }
+# When a stream makes /healthz answer 503 (handoff/health.py): this many failed API calls
+# in a row, no holder for this long, no word from the API server (events, bookmarks or a
+# watch that ended normally) for this long, or the fold this far behind its stream.
+HANDOFF_STREAM_ERROR_LIMIT = envint("HANDOFF_STREAM_ERROR_LIMIT", "3")
+HANDOFF_STREAM_UNHELD_LIMIT = envint("HANDOFF_STREAM_UNHELD_LIMIT", "30")
+HANDOFF_STREAM_SILENCE_LIMIT = envint("HANDOFF_STREAM_SILENCE_LIMIT", "300")
+HANDOFF_FOLD_LAG_LIMIT = envint("HANDOFF_FOLD_LAG_LIMIT", "30")
