@@ -233,6 +233,10 @@ class Folder:
                 "deleted": format_time(node.deleted) if node.deleted else None,
                 "unschedulable": node.unschedulable,
                 "taints": node.taints,
+                # Readiness history for the nodes page: [from, to or None, why] per outage.
+                "down": [
+                    [format_time(a), format_time(b) if b else None, w] for a, b, w in node.down
+                ],
             }
             for name, node in self.timeline.nodes.items()
         }
