@@ -106,7 +106,7 @@ def _fast_time(text: str) -> float | None:
         if second is not None and fraction.isascii() and fraction.isdigit():
             return second + int(fraction) / 1_000_000
     try:
-        moment = datetime.fromisoformat(text)
+        moment = _rfc3339(text)
     except ValueError:
         return None
     if moment.tzinfo is None:
@@ -118,9 +118,16 @@ def _fast_time(text: str) -> float | None:
     return moment.timestamp()
 
 
+def _rfc3339(text: str) -> datetime:
+    # fromisoformat also takes a bare date or a week date: not a moment, so refused.
+    if len(text) < 19 or text[10] not in "Tt ":
+        raise ValueError(f"not an RFC 3339 date-time: {text[:40]!r}")
+    return datetime.fromisoformat(text.upper())  # RFC 3339 allows a lowercase t and z
+
+
 def parse_time(text: str) -> float:
     """Epoch seconds from an RFC 3339 timestamp (``Z`` or offset, any fraction)."""
-    moment = datetime.fromisoformat(text)
+    moment = _rfc3339(text)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
@@ -169,7 +176,7 @@ class TraceReader:
             for number, raw in enumerate(stream, 1):
                 try:
                     line = decode(raw) if len(raw) <= MAX_LINE_BYTES else None
-                except DecodeError:
+                except (DecodeError, RecursionError):
                     line = None
                 if line is not None and line.object is not None and line.type in types:
                     observed = line.observed
@@ -231,6 +238,9 @@ class TraceReader:
             self.errors.append(LineError(number, problem))
             return None
         kind = obj.get("kind") or "<no kind>"
+        if not isinstance(kind, str):
+            self.errors.append(LineError(number, "the object's 'kind' is not a string"))
+            return None
         if kind_of_event != "BOOKMARK" and self.kinds is not None and kind not in self.kinds:
             self.skipped[str(kind)] += 1
             return None
@@ -245,8 +255,8 @@ class TraceReader:
 
 def _event_problem(kind_of_event: Any, observed: Any, obj: Any) -> str | float:
     """What is wrong with a record, or (when nothing is) its observed time."""
-    if kind_of_event not in WATCH_TYPES:
-        return f"unknown watch event type {kind_of_event!r}"
+    if not isinstance(kind_of_event, str) or kind_of_event not in WATCH_TYPES:
+        return f"unknown watch event type {str(kind_of_event)[:40]!r}"
     if not isinstance(observed, str):
         return "missing or non-string 'observed'"
     try:
