@@ -230,3 +230,16 @@ HANDOFF_STREAM_ERROR_LIMIT = envint("HANDOFF_STREAM_ERROR_LIMIT", "3")
 HANDOFF_STREAM_UNHELD_LIMIT = envint("HANDOFF_STREAM_UNHELD_LIMIT", "30")
 HANDOFF_STREAM_SILENCE_LIMIT = envint("HANDOFF_STREAM_SILENCE_LIMIT", "300")
 HANDOFF_FOLD_LAG_LIMIT = envint("HANDOFF_FOLD_LAG_LIMIT", "30")
+
+# Replay (webui/detail/traces.py): server-side traces are listed from one folder, never
+# opened by path; uploads are size-limited and kept under their content hash.
+HANDOFF_REPLAY_DIR = os.getenv("HANDOFF_REPLAY_DIR", str(RUN_DIR / "traces"))
+HANDOFF_REPLAY_UPLOAD_DIR = os.getenv("HANDOFF_REPLAY_UPLOAD_DIR", str(RUN_DIR / "uploads"))
+HANDOFF_REPLAY_MAX_UPLOAD_BYTES = envint("HANDOFF_REPLAY_MAX_UPLOAD_MB", "64") * 1024 * 1024
+HANDOFF_REPLAY_CACHE = envint("HANDOFF_REPLAY_CACHE", "4")  # folded traces kept per process
+# plotly.js is served from the installed `plotly` package as static/webui/vendor/plotly.min.js.
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "webui.detail.plotlyjs.PlotlyFinder",
+]
