@@ -32,12 +32,20 @@ KINDS = {"pods": "Pod", "nodes": "Node", "events": "Event"}
 class ApiError(Exception):
     """An API error carrying the Status the server would return."""
 
-    def __init__(self, code: int, reason: str, message: str, details: Obj | None = None) -> None:
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: Obj | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details or {}
+        self.headers = headers or {}
 
     def status(self) -> Obj:
         out: Obj = {

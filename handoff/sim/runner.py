@@ -23,6 +23,7 @@ from handoff.sim.scenarios import SCENARIOS, Options, Scenario
 from handoff.trace import TraceWriter, format_time
 
 if TYPE_CHECKING:
+    from handoff.sim.faults import Fault
     from handoff.sim.server import SimServer
 
 
@@ -227,8 +228,11 @@ def serve(
     kubeconfig: str | Path | None = None,
     record: str | Path | None = None,
     events_group: str = "v1",
+    faults: list[Fault] | None = None,
 ) -> tuple[SimServer, Recording, TraceWriter | None]:
-    """Build the scenario and serve it over HTTP; the caller stops it with ``server.stop()``."""
+    """Build the scenario and serve it over HTTP; the caller stops it with ``server.stop()``.
+
+    ``faults`` are armed before the first request (see ``handoff.sim.faults``)."""
     from handoff.sim.server import SimServer
 
     host, _, port = address.rpartition(":")
@@ -249,6 +253,8 @@ def serve(
     server = SimServer(
         cluster, host or "127.0.0.1", int(port or 0), speed=speed, duration=options.duration
     )
+    if faults:
+        server.faults.arm(faults)
     if kubeconfig is not None:
         server.write_kubeconfig(kubeconfig)
     server.start()

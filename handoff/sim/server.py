@@ -8,7 +8,10 @@ store. Watches are fed by store subscriptions through a queue per connection.
 
 from __future__ import annotations
 
+import contextlib
 import queue
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,9 +23,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
-from handoff.sim.apiserver import ApiError, APIServer
+from handoff.sim.apiserver import ApiError, APIServer, expired
 from handoff.sim.cluster import Cluster
 from handoff.sim.events import EVENTS_GROUP, view
+from handoff.sim.faults import Fault, FaultInjector, FaultSpecError, parse_faults
 from handoff.sim.objects import Obj, parse_stamp
 from handoff.sim.selectors import FieldSelector, LabelSelector
 
@@ -170,6 +174,7 @@ class SimServer:
         self.httpd.daemon_threads = True
         self.cluster.loop.every(bookmark_every, self._bookmark)
         self._threads: list[threading.Thread] = []
+        self.faults = FaultInjector(lambda: self.cluster.loop.elapsed, self.compact)
 
     @property
     def address(self) -> str:
@@ -201,6 +206,18 @@ class SimServer:
             with self.lock:
                 loop.run(until=target)
             self.stopping.wait(0.01)
+
+    def compact(self, resource: str) -> int:
+        """Drop the history of ``resource`` (``*``: all) up to now, as an etcd compaction
+        does: watches from any older resourceVersion get 410 from then on."""
+        if resource != "*" and resource not in self.api.stores:
+            raise FaultSpecError(f"no resource {resource!r} to compact")
+        with self.lock:
+            for name, store in self.api.stores.items():
+                if resource in ("*", name):
+                    store.history.clear()
+                    store.compacted = self.api.rv
+            return self.api.rv
 
     def write_kubeconfig(self, path: str | Path) -> Path:
         path = Path(path)
@@ -515,15 +532,62 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
         def _dispatch(self, fn: Callable[[str, dict[str, str]], None]) -> None:
             url = urlsplit(self.path)
             params = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            self._fault: Fault | None = None
             try:
+                if url.path.rstrip("/") == FAULTS_PATH:
+                    self._fault_endpoint()
+                    return
+                self._fault = self._meet_fault(url.path, params)
                 fn(url.path, params)
             except ApiError as err:
-                self._json(err.code, err.status())
+                self._json(err.code, err.status(), err.headers)
             except (BrokenPipeError, ConnectionResetError):
                 pass
             except Exception as exc:
                 error = ApiError(500, "InternalError", f"simulator error: {exc!r}")
                 self._json(500, error.status())
+
+        def _meet_fault(self, path: str, params: dict[str, str]) -> Fault | None:
+            """Take the fault armed for this request; answer it here when it is an HTTP
+            error (429, 5xx, a list's 410), else hand it to the watch."""
+            route = parse_path(path)
+            if route is None:
+                return None
+            verb = _verb(self.command, route, params)
+            version = params.get("resourceVersion") not in (None, "", "0")
+            fault = server.faults.take(verb, route.resource, version, path)
+            if fault is None:
+                return None
+            if fault.fault == "throttle":
+                raise ApiError(
+                    429,
+                    "TooManyRequests",
+                    "Too many requests, please try again later.",
+                    {"retryAfterSeconds": fault.retry_after},
+                    headers={"Retry-After": str(fault.retry_after)},
+                )
+            if fault.fault == "error":
+                reason, message = ERROR_STATUS[fault.code]
+                raise ApiError(fault.code, reason, message)
+            if fault.fault == "expire" and verb == "list":
+                raise expired(int_or_zero(params["resourceVersion"]), server.api.rv)
+            return fault
+
+        def _fault_endpoint(self) -> None:
+            """GET: armed faults and counters; POST: arm; DELETE: disarm (counters stay)."""
+            if self.command == "POST":
+                try:
+                    server.faults.arm(parse_faults(self._body()))
+                except FaultSpecError as exc:
+                    raise ApiError(400, "BadRequest", str(exc)) from exc
+                self._json(201, server.faults.state())
+            elif self.command == "DELETE":
+                server.faults.clear()
+                self._json(200, server.faults.state())
+            elif self.command == "GET":
+                self._json(200, server.faults.state())
+            else:
+                raise ApiError(405, "MethodNotAllowed", f"{self.command} {FAULTS_PATH}")
 
         def _body(self) -> Obj:
             length = int(self.headers.get("Content-Length") or 0)
@@ -536,10 +600,12 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
                 raise ApiError(400, "BadRequest", "the body must be a JSON object")
             return body
 
-        def _json(self, code: int, obj: Obj) -> None:
+        def _json(self, code: int, obj: Obj, headers: dict[str, str] | None = None) -> None:
             data = orjson.dumps(obj)
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -638,10 +704,17 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
             timeout = float(params.get("timeoutSeconds") or 1800)
             deadline = time.monotonic() + timeout
             as_table = self._wants_table()
+            fault = self._fault
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+            if fault is not None and fault.fault == "expire":
+                since = int_or_zero(params.get("resourceVersion"))
+                error = expired(since, server.api.rv)
+                self._chunk(orjson.dumps({"type": "ERROR", "object": error.status()}) + b"\n")
+                self._chunk(b"")
+                return
             events = server.watch(
                 route,
                 fields,
@@ -650,22 +723,61 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
                 params.get("allowWatchBookmarks") in ("1", "true", "True"),
                 params.get("sendInitialEvents") in ("1", "true", "True"),
             )
+            sent = 0
             try:
                 for type_, obj in events:
                     if time.monotonic() > deadline:
                         break
+                    if fault is not None and fault.fault == "stall-watch" and sent >= fault.after:
+                        events.close()
+                        if fault.seconds is not None:
+                            deadline = time.monotonic() + fault.seconds
+                        self._stall(deadline)
+                        return
                     if not type_:
                         continue
                     if as_table and type_ in ("ADDED", "MODIFIED", "DELETED"):
                         obj = table(
                             route, [obj], obj["metadata"]["resourceVersion"], server.cluster.now
                         )
-                    self._chunk(orjson.dumps({"type": type_, "object": obj}) + b"\n")
+                    line = orjson.dumps({"type": type_, "object": obj}) + b"\n"
+                    if fault is not None and fault.fault == "cut-watch" and sent >= fault.after:
+                        self._cut(line)
+                        return
+                    self._chunk(line)
+                    sent += 1
                     if type_ == "ERROR":
                         break
             finally:
                 events.close()
             self._chunk(b"")
+
+        def _cut(self, line: bytes) -> None:
+            """Announce the whole line as a chunk, send half of it, and drop the connection."""
+            self.wfile.write(f"{len(line):x}\r\n".encode() + line[: len(line) // 2])
+            self.wfile.flush()
+            self._drop()
+
+        def _stall(self, end: float) -> None:
+            """Say nothing, connection open, until the client leaves, the monotonic ``end``
+            or the server stops; then drop the connection."""
+            sock = self.connection
+            while not server.stopping.is_set() and time.monotonic() < end:
+                readable, _, _ = select.select([sock], [], [], 0.2)
+                if not readable:
+                    continue
+                try:
+                    if not sock.recv(1, socket.MSG_PEEK):
+                        break  # the client closed its end
+                except OSError:
+                    break
+                time.sleep(0.2)
+            self._drop()
+
+        def _drop(self) -> None:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
 
         def _chunk(self, data: bytes) -> None:
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -690,6 +802,31 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
             self._json(200, result)
 
     return Handler
+
+
+FAULTS_PATH = "/_sim/faults"
+ERROR_STATUS = {
+    500: ("InternalError", "Internal error occurred: injected by the simulator"),
+    503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
+    504: ("Timeout", "the server was unable to return a response in the time allotted"),
+}
+
+
+def _verb(method: str, route: Route, params: dict[str, str]) -> str:
+    if method == "GET":
+        if route.watch_path or params.get("watch") in ("1", "true", "True"):
+            return "watch"
+        return "list" if route.name is None else "get"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+        method, method.lower()
+    )
+
+
+def int_or_zero(text: str | None) -> int:
+    try:
+        return int(text or 0)
+    except ValueError:
+        return 0
 
 
 def _kind(route: Route) -> str:

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handoff.management.cliargs import speed as parse_speed
 from handoff.sim import SCENARIOS, Options, find_scenario, run
+from handoff.sim.faults import load_faults
 from handoff.sim.runner import serve
 
 
@@ -50,6 +51,12 @@ class Command(BaseCommand):
             help="with --serve: where to write a kubeconfig for it (default .run/sim-kubeconfig)",
         )
         parser.add_argument(
+            "--faults",
+            metavar="FILE|SPEC",
+            help="with --serve: faults to inject (a JSON/YAML file, inline JSON, or e.g. "
+            "'cut-watch:resource=pods:count=2,throttle:retry_after=3'; see docs/simulator.md)",
+        )
+        parser.add_argument(
             "--events-api",
             choices=("v1", "events.k8s.io/v1"),
             default="v1",
@@ -76,6 +83,8 @@ class Command(BaseCommand):
         if options["serve"]:
             self._serve(scenario, opts, options, speed_text)
             return
+        if options["faults"]:
+            raise CommandError("--faults needs --serve: faults are injected into HTTP requests")
         _, stats = run(
             scenario,
             opts,
@@ -97,6 +106,12 @@ class Command(BaseCommand):
         speed_value = parse_speed(speed if options["speed"] else "1")
         if speed_value is None:
             raise CommandError("--serve needs a numeric --speed (virtual time follows the clock)")
+        faults = None
+        if options["faults"]:
+            try:
+                faults = load_faults(options["faults"])
+            except (OSError, ValueError) as exc:
+                raise CommandError(f"--faults: {exc}") from exc
         # Live: virtual time starts now, so ages in kubectl and the dashboard make sense.
         opts.start = float(int(time.time()))
         try:
@@ -108,6 +123,7 @@ class Command(BaseCommand):
                 kubeconfig=options["kubeconfig"],
                 record=options["record"],
                 events_group=options["events_api"],
+                faults=faults,
             )
         except OSError as exc:
             raise CommandError(f"cannot listen on {options['serve']}: {exc}") from exc
