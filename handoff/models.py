@@ -6,6 +6,8 @@ delete here writes through, so they need no database connection.
 
 from __future__ import annotations
 
+import time
+
 import redis
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -52,8 +54,13 @@ class Cluster(models.Model):
 
     def save(self, *args, **kwargs) -> None:
         super().save(*args, **kwargs)
+        config = self.config()
         with _redis() as client:
-            store.register_cluster(client, self.config())
+            store.register_cluster(client, config)
+            # /healthz counts a stream that never got a holder from here.
+            now = time.time()
+            for stream in config.streams():
+                store.note_stream(client, self.name, stream, registered=now)
 
     def delete(self, *args, **kwargs):
         result = super().delete(*args, **kwargs)

@@ -7,12 +7,18 @@ and enqueue their successor. ``supervise`` (beat) restarts any stream whose leas
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import redis
 from celery import shared_task
+from celery.signals import worker_process_init, worker_shutting_down
 from django.conf import settings
 
 from handoff import health, store
@@ -20,6 +26,7 @@ from handoff.ingest import Folder, FoldSettings
 from handoff.push import Publisher
 from handoff.sources.base import WatchSettings
 from handoff.sources.sink import StreamSink
+from handoff.sources.watching import keep_lease
 
 log = logging.getLogger(__name__)
 TASK_OF = {
@@ -52,6 +59,56 @@ def fold_settings() -> FoldSettings:
         retention_hours=float(settings.HANDOFF_RETENTION_HOURS),
         max_events=settings.HANDOFF_STREAM_MAXLEN,
     )
+
+
+# ---------------------------------------------------------------- shutdown
+# A warm shutdown (SIGTERM to the worker) waits for running tasks, and a watch task runs
+# for a whole window. So the stream tasks stop early instead: they checkpoint, release
+# their lease and enqueue their successor, which another worker starts at once rather
+# than after the lease lapses. The pool's children learn of it through SIGTERM (sent by
+# the main process, or to the whole process group by a supervisor).
+
+_stopping = threading.Event()
+_on_stop: list[Callable[[], object]] = []
+
+
+def _stop_running_tasks(*_: object) -> None:
+    _stopping.set()
+    # Not in the handler itself: the callbacks take locks the interrupted code may hold.
+    threading.Thread(target=lambda: [cb() for cb in list(_on_stop)], daemon=True).start()
+
+
+@worker_process_init.connect
+def _catch_sigterm_in_pool_process(**_: object) -> None:
+    signal.signal(signal.SIGTERM, _stop_running_tasks)
+
+
+@worker_shutting_down.connect
+def _tell_pool_processes(**_: object) -> None:
+    _stop_running_tasks()  # the solo/threads pools run tasks in this process
+    for pid in _children(os.getpid()):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError, ValueError):
+            found.extend(int(child) for child in task.read_text().split())
+    return found
+
+
+@contextlib.contextmanager
+def on_worker_stop(callback: Callable[[], object]) -> Iterator[None]:
+    """Call ``callback`` (from a thread) if the worker shuts down while the block runs."""
+    _on_stop.append(callback)
+    try:
+        if _stopping.is_set():
+            callback()
+        yield
+    finally:
+        _on_stop.remove(callback)
 
 
 @shared_task(name="handoff.tasks.heartbeat", ignore_result=True)
@@ -111,14 +168,15 @@ def watch(self, cluster: str, resource: str) -> str:
         sink = StreamSink(client, cluster, resource, maxlen=settings.HANDOFF_STREAM_MAXLEN)
         _note_start(client, cluster, resource)
         loop = WatchLoop(source, sink, resource, tuning, lease)
-        stopped = loop.run(time.monotonic() + tuning.window)
+        with on_worker_stop(loop.stop):
+            stopped = loop.run(time.monotonic() + tuning.window)
     except Exception as exc:
         store.note_stream(
             client, cluster, resource, last_error=type(exc).__name__, error_at=time.time()
         )
         lease.release()
         raise
-    if stopped == "window":
+    if stopped in ("window", "stopping"):
         _hand_over(client, cluster, resource, lease)
     return stopped
 
@@ -131,22 +189,23 @@ def fold(self, cluster: str) -> str:
     if store.cluster(client, cluster) is None or not lease.acquire():
         return "skipped"
     client.delete(store.pending_key(cluster, store.FOLD))
-    lost = threading.Event()
-    keeper = lease.keep(lost)
+    lost = threading.Event()  # the lease was lost, or the worker is stopping
+    keeper = keep_lease(lease, cluster, store.FOLD, lost)
     publisher = Publisher(cluster)
     folder = Folder(client, cluster, fold_settings(), publisher)
     deadline = time.monotonic() + settings.HANDOFF_WATCH_WINDOW
     try:
         _note_start(client, cluster, store.FOLD)
-        folder.restore()
-        while not lost.is_set() and time.monotonic() < deadline:
-            folded = folder.step()
-            if folded:
-                pipe = client.pipeline(transaction=False)
-                pipe.hincrby(store.stream_key(cluster, store.FOLD), "events", folded)
-                store.note_stream(pipe, cluster, store.FOLD, last_event=time.time())
-                pipe.execute()
-        if not lost.is_set():
+        with on_worker_stop(lost.set):
+            folder.restore()
+            while not lost.is_set() and time.monotonic() < deadline:
+                folded = folder.step()
+                if folded:
+                    pipe = client.pipeline(transaction=False)
+                    pipe.hincrby(store.stream_key(cluster, store.FOLD), "events", folded)
+                    store.note_stream(pipe, cluster, store.FOLD, last_event=time.time())
+                    pipe.execute()
+        if _stopping.is_set() or not lost.is_set():
             folder.flush()
             folder.snapshot()
     except Exception as exc:
@@ -155,11 +214,11 @@ def fold(self, cluster: str) -> str:
         )
         raise
     finally:
-        stopped = "lost" if lost.is_set() else "window"
+        stopped = "stopping" if _stopping.is_set() else "lost" if lost.is_set() else "window"
         lost.set()
         keeper.join(timeout=5)
         publisher.close()
-    if stopped == "window":
+    if stopped in ("window", "stopping"):
         _hand_over(client, cluster, store.FOLD, lease)
     return stopped
 
@@ -176,17 +235,21 @@ def simulate(self, cluster: str) -> str:
         return "skipped"
     client.delete(store.pending_key(cluster, "simulator"))
     stop = threading.Event()
-    keeper = lease.keep(stop)
+    keeper = keep_lease(lease, cluster, "simulator", stop)
     sink = StreamSink(client, cluster, "simulator", track_known=False)
     _note_start(client, cluster, "simulator")
     try:
-        run_simulation(sink, config, stop, speed=float(config.options.get("speed", 1.0)))
+        with on_worker_stop(stop.set):
+            run_simulation(sink, config, stop, speed=float(config.options.get("speed", 1.0)))
         if not stop.is_set():  # the scenario ended: nothing for supervise to restart
             store.note_stream(client, cluster, "simulator", finished=time.time())
     finally:
         stop.set()
         keeper.join(timeout=5)
-        lease.release()
+    if _stopping.is_set():
+        _hand_over(client, cluster, "simulator", lease)  # a fresh run on another worker
+        return "stopping"
+    lease.release()
     return "finished"
 
 

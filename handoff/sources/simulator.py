@@ -17,7 +17,7 @@ from handoff import store
 from handoff.sim import Options, find_scenario
 from handoff.sim.runner import run
 from handoff.sources.sink import StreamSink
-from handoff.sources.watching import RECONCILED, _bury_vanished
+from handoff.sources.watching import RECONCILED, blind_interval, bury_vanished
 
 RESOURCE_OF = {"Pod": "pods", "Node": "nodes", "Event": "events"}
 
@@ -26,7 +26,7 @@ class _Vanished:
     """The lost run's objects, reconciled as if relisted empty."""
 
     def api_version(self, resource: str) -> tuple[str, str]:
-        return "v1", {"pods": "Pod", "nodes": "Node"}[resource]
+        return "v1", {"pods": "Pod", "nodes": "Node", "events": "Event"}[resource]
 
 
 def run_simulation(
@@ -36,9 +36,13 @@ def run_simulation(
     speed: float = 1.0,
 ) -> None:
     """Run the cluster's scenario from now until it ends or ``stop`` is set."""
+    now = sink.clock()
+    last = store.stream_state(sink.client, sink.cluster, "simulator").get("last_event")
     for resource in RECONCILED:
         resource_sink = StreamSink(sink.client, sink.cluster, resource, maxlen=sink.maxlen)
-        _bury_vanished(_Vanished(), resource_sink, resource, [], sink.clock())
+        if last and sink.client.exists(store.known_key(sink.cluster, resource)):
+            blind = blind_interval(resource_sink, resource, min(float(last), now), now)
+            bury_vanished(_Vanished(), resource_sink, resource, [], blind, now)
         sink.client.delete(store.known_key(sink.cluster, resource))
     scenario = find_scenario(config.scenario, None)
     runs = int(sink.client.hincrby(store.stream_key(sink.cluster, "simulator"), "runs", 1))

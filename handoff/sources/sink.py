@@ -74,19 +74,34 @@ class StreamSink:
 
     def checkpoint(self, resource_version: str) -> None:
         """A BOOKMARK: nothing to store, but the version moves on."""
-        store.note_stream(self.client, self.cluster, self.stream, rv=resource_version)
+        store.note_stream(
+            self.client, self.cluster, self.stream, rv=resource_version, seen=self.clock()
+        )
+
+    def heard(self) -> None:
+        """The API server answered (a watch request that ended normally): not silent."""
+        store.note_stream(self.client, self.cluster, self.stream, seen=self.clock())
 
     def _progress(self, pipe: Any, count: int, at: float, resource_version: str | None) -> None:
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = {"seen": at}
         if resource_version:
             values["rv"] = resource_version
         if count:
             values["last_event"] = at
             pipe.hincrby(store.stream_key(self.cluster, self.stream), "events", count)
-        if values:
-            store.note_stream(pipe, self.cluster, self.stream, **values)
+        store.note_stream(pipe, self.cluster, self.stream, **values)
 
-    def error(self, message: str) -> None:
+    def error(self, message: str, failures: int = 1) -> None:
+        """A failed call; ``failures`` in a row so far (/healthz turns red past a limit)."""
         store.note_stream(
-            self.client, self.cluster, self.stream, last_error=message, error_at=self.clock()
+            self.client,
+            self.cluster,
+            self.stream,
+            last_error=message,
+            error_at=self.clock(),
+            failures=failures,
         )
+
+    def recovered(self) -> None:
+        """A call succeeded after failures: the run of errors is over."""
+        store.note_stream(self.client, self.cluster, self.stream, failures=0)

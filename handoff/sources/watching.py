@@ -27,18 +27,22 @@ from handoff.sources.sink import StreamSink
 from handoff.trace import format_time
 
 log = logging.getLogger(__name__)
-# Objects worth reconciling after a gap: a deleted Event is just an expired one.
-RECONCILED = frozenset({"pods", "nodes"})
+# Reconciled after a gap: pods and nodes, and events too (an Event gone while blind expired
+# or was deleted: the fold has nothing to undo, but the stream says it is gone).
+RECONCILED = frozenset({"pods", "nodes", "events"})
 
 
 def relist(source: WatchSource, sink: StreamSink, resource: str) -> str:
-    """List everything, emit it as ADDED, and record objects that vanished while we were
-    blind as deleted at an unknown time (a DELETED line flagged ``blind``)."""
+    """List everything and emit it as ADDED. After a gap (a 410, a lost run), record the
+    blind interval and the objects that vanished in it as deleted at an unknown time (a
+    DELETED line flagged ``blind``)."""
     client, cluster = sink.client, sink.cluster
+    state = store.stream_state(client, cluster, resource)
     items, version = source.list(resource)
     now = sink.clock()
-    if resource in RECONCILED:
-        _bury_vanished(source, sink, resource, items, now)
+    if state.get("last_event") and resource in RECONCILED:
+        blind = blind_interval(sink, resource, float(state["last_event"]), now)
+        bury_vanished(source, sink, resource, items, blind, now)
     # The listed objects replace the watch's record of what exists.
     client.delete(store.known_key(cluster, resource))
     for start in range(0, len(items), 1000):
@@ -48,22 +52,33 @@ def relist(source: WatchSource, sink: StreamSink, resource: str) -> str:
     return version
 
 
-def _bury_vanished(
-    source: WatchSource, sink: StreamSink, resource: str, items: list[dict[str, Any]], now: float
-) -> None:
+def blind_interval(sink: StreamSink, resource: str, since: float, now: float) -> dict[str, str]:
+    """Note that ``resource`` was not watched from ``since`` to ``now``: the pages show
+    the interval (``handoff:{c}:blind``), and whatever vanished in it carries it."""
+    blind = {"stream": resource, "from": format_time(since), "to": format_time(now)}
+    pipe = sink.client.pipeline(transaction=False)
+    pipe.lpush(store.blind_key(sink.cluster), orjson.dumps(blind))
+    pipe.ltrim(store.blind_key(sink.cluster), 0, 99)
+    pipe.execute()
+    return blind
+
+
+def bury_vanished(
+    source: WatchSource,
+    sink: StreamSink,
+    resource: str,
+    items: list[dict[str, Any]],
+    blind: dict[str, str],
+    now: float,
+) -> int:
+    """A DELETED line, flagged with the blind interval, for each object the watch last
+    saw exist that the relist no longer has. Returns how many."""
     client, cluster = sink.client, sink.cluster
     before = store.known(client, cluster, resource)
-    if not before:
-        return
     listed = {(item.get("metadata") or {}).get("uid") for item in items}
     vanished = {uid: facts for uid, facts in before.items() if uid not in listed}
     if not vanished:
-        return
-    state = store.stream_state(client, cluster, resource)
-    last_seen = float(state.get("last_event") or now)
-    blind = {"stream": resource, "from": format_time(last_seen), "to": format_time(now)}
-    client.lpush(store.blind_key(cluster), orjson.dumps(blind))
-    client.ltrim(store.blind_key(cluster), 0, 99)
+        return 0
     version, kind = source.api_version(resource)
     tombstones = [
         (
@@ -77,8 +92,10 @@ def _bury_vanished(
         )
         for uid, (ns, name, rv) in vanished.items()
     ]
-    sink.write(tombstones, observed=now, extra={"blind": blind})
+    for start in range(0, len(tombstones), 1000):
+        sink.write(tombstones[start : start + 1000], observed=now, extra={"blind": blind})
     log.info("%s/%s: %d objects vanished while blind", cluster, resource, len(tombstones))
+    return len(tombstones)
 
 
 def watch_step(
@@ -106,6 +123,8 @@ def watch_step(
                 sink.write([(type_, obj)], resource_version=rv)
             if not keep_going():
                 break
+        else:
+            sink.heard()  # the server ended the request (timeoutSeconds): it is alive
     except Gone as exc:
         sink.write([("ERROR", _status_410(str(exc)))])
         # Forget the version: the next step relists and reconciles.
@@ -125,8 +144,35 @@ def _status_410(message: str) -> dict[str, Any]:
     }
 
 
+def keep_lease(
+    lease: store.Lease,
+    cluster: str,
+    stream: str,
+    stop: threading.Event,
+    on_lost: Callable[[], object] = lambda: None,
+) -> threading.Thread:
+    """Renew the lease every ttl/3 from a thread until ``stop``, noting each renewal (so
+    /healthz can tell how long a stream has had no holder); on loss set ``stop``."""
+
+    def renew() -> None:
+        while not stop.wait(lease.ttl_ms / 3000):
+            try:
+                held = lease.renew()
+                if held:
+                    store.note_stream(lease.client, cluster, stream, renewed=time.time())
+            except redis.RedisError:
+                continue  # keep trying until the lease would lapse anyway
+            if not held:
+                stop.set()
+                on_lost()
+
+    thread = threading.Thread(target=renew, daemon=True, name=f"lease {cluster}/{stream}")
+    thread.start()
+    return thread
+
+
 class WatchLoop:
-    """Steps one stream until its window closes or its lease is lost."""
+    """Steps one stream until its window closes, its lease is lost or the worker stops."""
 
     def __init__(
         self,
@@ -143,44 +189,63 @@ class WatchLoop:
         self.settings = settings
         self.lease = lease
         self.sleep = sleep
-        self.lost = threading.Event()
-        self.failures = 0
+        self.halt = threading.Event()  # set when the loop must end: lease lost or stop
+        self.stopping = False
+        self.failures = int(
+            store.stream_state(sink.client, sink.cluster, resource).get("failures") or 0
+        )
 
     def run(self, deadline: float) -> str:
-        """Returns why it stopped: "window" (hand over to a successor) or "lost"."""
+        """Returns why it stopped: "window" (hand over to a successor), "lost" (someone
+        else holds the lease) or "stopping" (the worker is shutting down: hand over now)."""
         lost = threading.Event()
-        renewer = self.lease.keep(lost, self._lost)
-        self.lost = lost
+
+        def on_lost() -> None:
+            lost.set()
+            self._lost()
+
+        renewer = keep_lease(self.lease, self.sink.cluster, self.resource, self.halt, on_lost)
         try:
-            while not self.lost.is_set() and time.monotonic() < deadline:
-                self.step(lambda: not self.lost.is_set() and time.monotonic() < deadline)
+            while not self.halt.is_set() and time.monotonic() < deadline:
+                self.step(lambda: not self.halt.is_set() and time.monotonic() < deadline)
         finally:
-            stopped = "lost" if self.lost.is_set() else "window"
-            self.lost.set()  # stops the renewer
+            stopped = "lost" if lost.is_set() else "stopping" if self.stopping else "window"
+            self.halt.set()  # stops the renewer
             renewer.join(timeout=5)
         return stopped
+
+    def stop(self) -> None:
+        """From any thread (the worker's SIGTERM): end the watch in progress, return soon."""
+        self.stopping = True
+        self.halt.set()
+        self.source.interrupt()
 
     def step(self, keep_going: Callable[[], bool]) -> None:
         try:
             watch_step(self.source, self.sink, self.resource, self.settings, keep_going)
-            self.failures = 0
         except SourceError as exc:
+            if self.halt.is_set():
+                return  # the connection was closed on purpose (lease lost, stopping)
             self._failed(str(exc), exc.retry_after)
         except redis.RedisError as exc:
             self._failed(f"redis: {type(exc).__name__}", None)
+        else:
+            if self.failures:
+                self.failures = 0
+                self.sink.recovered()
 
     def _failed(self, message: str, retry_after: float | None) -> None:
         # A silent connection that timed out is routine: re-watch at once, the first time.
         routine = message.startswith("watch interrupted") and self.failures == 0
         self.failures += 1
         with contextlib.suppress(redis.RedisError):
-            self.sink.error(message)
+            self.sink.error(message, self.failures)
         if not routine:
             delay = self.settings.backoff(self.failures - 1, retry_after)
             log.warning(
                 "%s/%s: %s; retrying in %.1fs", self.sink.cluster, self.resource, message, delay
             )
-            self.lost.wait(delay)
+            self.halt.wait(delay)
 
     def _lost(self) -> None:
         log.warning("%s/%s: lease lost", self.sink.cluster, self.resource)

@@ -1,4 +1,5 @@
-"""``manage.py status``: every watch stream's lag, lease holder, last error and rate."""
+"""``manage.py status``: every watch stream's lag, lease holder, last error and rate, and
+which streams are failing and why (the same judgement as /healthz). Exits 1 when one is."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from typing import Any
 import orjson
 import redis
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handoff import health, store
 
-COLUMNS = ("CLUSTER", "STREAM", "HOLDER", "LAG", "EVENTS", "EVENTS/S", "LAST ERROR")
+COLUMNS = ("CLUSTER", "STREAM", "STATE", "HOLDER", "LAG", "EVENTS", "EVENTS/S", "LAST ERROR")
 
 
 class Command(BaseCommand):
@@ -30,9 +31,27 @@ class Command(BaseCommand):
                 for name, streams in report.items()
                 for stream in streams
             }
+        failing = [
+            f"{name}/{stream}: {s['problem']}"
+            for name, streams in report.items()
+            for stream, s in streams.items()
+            if not s["ok"]
+        ]
         if options["format"] == "json":
+            for name, streams in report.items():
+                for stream, s in streams.items():
+                    s["holder"] = (
+                        None if holders[(name, stream)] == "-" else holders[(name, stream)]
+                    )
             self.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
-            return
+        else:
+            self._table(report, holders)
+            for line in failing:
+                self.stdout.write(f"FAILING {line}")
+        if failing:
+            raise CommandError(f"{len(failing)} failing stream(s)")
+
+    def _table(self, report: dict, holders: dict) -> None:
         rows = [COLUMNS]
         for name, streams in report.items():
             for stream, s in streams.items():
@@ -40,11 +59,12 @@ class Command(BaseCommand):
                     (
                         name,
                         stream,
+                        "ok" if s["ok"] else "FAILING",
                         holders[(name, stream)],
                         "-" if s["lag_s"] is None else f"{s['lag_s']}s",
                         str(s["events"]),
                         "-" if s["events_per_s"] is None else str(s["events_per_s"]),
-                        s["last_error"] or "",
+                        _error(s),
                     )
                 )
         if len(rows) == 1:
@@ -55,3 +75,11 @@ class Command(BaseCommand):
             self.stdout.write(
                 "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
             )
+
+
+def _error(stream: dict) -> str:
+    if not stream["last_error"]:
+        return ""
+    age = f" ({stream['error_age_s']}s ago)" if stream["error_age_s"] is not None else ""
+    runs = f", {stream['failures']} in a row" if stream["failures"] else ""
+    return f"{stream['last_error']}{age}{runs}"
