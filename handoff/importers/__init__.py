@@ -1,0 +1,182 @@
+"""Read what operators already have as watch events: trace v1, ``kubectl get -o json``
+snapshots (Lists, arrays, YAML), ``kubectl get -w`` streams, and kube-apiserver audit logs.
+
+``open_events(path)`` is a drop-in for ``handoff.trace.TraceReader``: iterate it for
+``WatchEvent``s (each with ``raw``, a trace v1 line, for replay and recording), then read
+``errors`` (line-numbered), ``skipped`` (kind → count), ``header`` and ``lines_read``.
+The format is found from the content, never the file name; gzip is read anywhere.
+docs/interop.md describes each format, its mapping and the precision of its times.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from handoff.importers.audit import AuditLog, is_audit_event
+from handoff.importers.objects import KINDS, EventMaker
+from handoff.importers.snapshot import Snapshot, load_yaml
+from handoff.importers.source import Input, Progress, Value, parse, split_values
+from handoff.importers.watch import WatchStream
+from handoff.trace import HEADER_KEY, LineError, TraceHeader, TraceReader, WatchEvent
+
+FORMATS = ("trace", "audit", "watch", "snapshot", "yaml", "empty")
+
+
+class ImportReader:
+    """Iterate the watch events of any supported input; report like ``TraceReader``.
+
+    ``format`` is known once iteration has started: ``trace``, ``audit``, ``watch``,
+    ``snapshot``, ``yaml`` or ``empty``.
+    """
+
+    def __init__(
+        self,
+        source: str | Path | IO[bytes],
+        on_progress: Progress | None = None,
+        kinds: frozenset[str] | None = KINDS,
+    ) -> None:
+        self.source = source
+        self.on_progress = on_progress
+        self.kinds = kinds
+        self.header: TraceHeader | None = None
+        self.errors: list[LineError] = []
+        self.skipped: Counter[str] = Counter()
+        self.lines_read = 0
+        self.format: str | None = None
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        opened = Input(self.source, self.on_progress)
+        try:
+            yield from self._read(opened)
+        finally:
+            self.lines_read = opened.lines_read
+            self.errors.extend(opened.errors)
+            self.errors.sort(key=lambda error: error.line)
+            opened.close()
+
+    def _read(self, opened: Input) -> Iterator[WatchEvent]:
+        lines = opened.lines()
+        head: list[bytes] = []
+        for line in lines:
+            head.append(line)
+            if line.strip():
+                break
+        first = head[-1].lstrip()[:1] if head else b""
+        if not first:
+            self.format = "empty"
+            return
+        everything = _chain(head, lines)
+        if first not in (b"{", b"["):
+            yield from self._yaml(everything)
+            return
+        values = split_values(everything, self.errors)
+        first_value = next(values, None)
+        if first_value is None:
+            self.format = "empty"
+            return
+        kind_of_input = self._classify(first_value)
+        if kind_of_input == "trace":
+            yield from self._trace(first_value, values)
+        elif kind_of_input == "snapshot":
+            yield from self._snapshot(_chain([first_value], values))
+        else:
+            yield from self._streamed(kind_of_input, _chain([first_value], values))
+
+    def _classify(self, value: Value) -> str:
+        if value.data.lstrip()[:1] == b"[":
+            return "snapshot"
+        record = parse(Value(value.line, value.data), [])
+        if not isinstance(record, dict):
+            # Unreadable first value: a List is the likeliest shape of a big one.
+            return "snapshot" if b'"items"' in value.data[:4096] else "watch"
+        if HEADER_KEY in record or ("observed" in record and "object" in record):
+            return "trace"
+        if is_audit_event(record):
+            return "audit"
+        if "items" in record:
+            return "snapshot"
+        return "watch"
+
+    def _trace(self, first: Value, values: Iterator[Value]) -> Iterator[WatchEvent]:
+        """Trace v1 read by TraceReader itself: the same checks, line for line."""
+        self.format = "trace"
+
+        def lines() -> Iterator[bytes]:
+            for value in _chain([first], values):
+                yield from _padded(value)
+
+        reader = TraceReader(lines(), kinds=self.kinds)
+        yield from reader
+        self.header = reader.header
+        self.errors.extend(reader.errors)
+        self.skipped.update(reader.skipped)
+
+    def _snapshot(self, values: Iterable[Value]) -> Iterator[WatchEvent]:
+        self.format = "snapshot"
+        snapshot = Snapshot(EventMaker(self.errors, self.skipped, self.kinds))
+        for value in values:
+            snapshot.add_json(value)
+        yield from snapshot.events()
+
+    def _yaml(self, lines: Iterator[bytes]) -> Iterator[WatchEvent]:
+        self.format = "yaml"
+        data = b"".join(lines)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            self.errors.append(LineError(line, f"not UTF-8 (byte {exc.start}): {exc.reason}"))
+            text = data.decode("utf-8", "replace")
+        snapshot = Snapshot(EventMaker(self.errors, self.skipped, self.kinds))
+        for line, document in load_yaml(text, self.errors):
+            if document is not None and not isinstance(document, dict | list):
+                self.errors.append(LineError(line, "YAML document is not an object or a list"))
+                continue
+            snapshot.add_document(line, document)
+        yield from snapshot.events()
+
+    def _streamed(self, kind_of_input: str, values: Iterable[Value]) -> Iterator[WatchEvent]:
+        self.format = kind_of_input
+        maker = EventMaker(self.errors, self.skipped, self.kinds)
+        audit = AuditLog(maker)
+        watch = WatchStream(maker)
+        for value in values:
+            record = parse(value, self.errors)
+            if record is None:
+                continue
+            if not isinstance(record, dict):
+                self.errors.append(LineError(value.line, "not a JSON object"))
+                continue
+            if is_audit_event(record):
+                yield from audit.take(value.line, record)
+            elif kind_of_input == "audit":
+                self.skipped["not an audit event"] += 1
+            else:
+                event = watch.take(value.line, record)
+                if event is not None:
+                    yield event
+
+
+def open_events(
+    path: str | Path | IO[bytes],
+    on_progress: Progress | None = None,
+    kinds: frozenset[str] | None = KINDS,
+) -> ImportReader:
+    """Any supported input as watch events; see ``ImportReader``."""
+    return ImportReader(path, on_progress, kinds)
+
+
+def _chain(first: Iterable[Any], rest: Iterator[Any]) -> Iterator[Any]:
+    yield from first
+    yield from rest
+
+
+def _padded(value: Value) -> Iterator[bytes]:
+    """A value's lines for TraceReader, so its line numbers stay the input's."""
+    yield from value.data.splitlines(keepends=True)
+
+
+__all__ = ["FORMATS", "ImportReader", "Progress", "open_events"]
