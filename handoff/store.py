@@ -21,6 +21,9 @@ from typing import Any
 import orjson
 import redis
 
+from handoff import verdicts as v
+from handoff.trace import parse_time
+
 CLUSTERS = "handoff:clusters"  # hash: name -> ClusterConfig JSON (written through from the DB)
 STREAM_FIELD = b"l"  # the one field of a stream entry: a trace v1 line
 WATCH_RESOURCES = ("pods", "nodes", "events")
@@ -57,7 +60,8 @@ def nodes_key(cluster: str) -> str:
     return k(cluster, "nodes")
 
 
-INDEXES = ("verdict", "ns", "node")
+INDEXES = ("verdict", "ns", "node")  # moved by write_pods when ``previous`` says so
+BINDING = "binding"  # the fifth index: moved on every write (see write_pods)
 
 
 def index_key(cluster: str, by: str, value: str) -> str:
@@ -66,6 +70,61 @@ def index_key(cluster: str, by: str, value: str) -> str:
 
 def changed_key(cluster: str) -> str:
     return k(cluster, "idx", "changed")
+
+
+def names_key(cluster: str) -> str:
+    """Set of ``namespace/name\\nuid``: free-text search is a server-side SSCAN MATCH."""
+    return k(cluster, "idx", "names", "all")
+
+
+def removed_key(cluster: str) -> str:
+    """Zset uid -> cursor ms when it left the store: the removals a resuming client missed."""
+    return k(cluster, "removed")
+
+
+# ------------------------------------------------------------------- ranking
+#
+# Every pod index is a zset scored by the pod's *rank*: its verdict's place in the severity
+# order times RANK_SPAN, plus its creation time in epoch seconds. Ascending score is the
+# triage order (worst first, then oldest first), and one verdict is one score range, so a
+# filtered, ordered page is a ZRANGE BYSCORE on one index, never a scan of all pods.
+
+RANK_SPAN = 1e10  # seconds: creation times stay below it until the year 2286
+NOT_CREATED = RANK_SPAN - 1  # pods with no known creation time sort last in their verdict
+RANKED: tuple[str, ...] = tuple(sorted(v.VERDICTS, key=lambda name: -v.severity(name)))
+_RANK = {name: index for index, name in enumerate(RANKED)}
+NAME_SEPARATOR = "\n"  # namespace/name NAME_SEPARATOR uid in the names set
+
+
+def rank_score(verdict: str, created: str | float | None) -> float:
+    """The index score of a pod: worst verdict first, then oldest first."""
+    if isinstance(created, str):
+        created = _created_seconds(created)
+    if created is None or not 0 <= created < NOT_CREATED:
+        created = NOT_CREATED
+    return _RANK.get(verdict, len(RANKED)) * RANK_SPAN + created
+
+
+def verdict_range(verdict: str) -> tuple[float, float]:
+    """[low, high) of the scores of one verdict's pods."""
+    low = _RANK[verdict] * RANK_SPAN
+    return low, low + RANK_SPAN
+
+
+def verdict_of_score(score: float) -> str | None:
+    index = int(score // RANK_SPAN)
+    return RANKED[index] if 0 <= index < len(RANKED) else None
+
+
+def name_member(namespace: str, name: str, uid: str) -> str:
+    return f"{namespace}/{name}{NAME_SEPARATOR}{uid}"
+
+
+def _created_seconds(text: str) -> float | None:
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None
 
 
 def fold_key(cluster: str) -> str:
@@ -292,40 +351,105 @@ def known(client: redis.Redis, cluster: str, resource: str) -> dict[str, list[st
 # ---------------------------------------------------------------- pod state
 
 
+# Scores of the change index and the removal log: the fold's cursor (its ms part) *before*
+# the write, read inside Redis so the writer need not know it. A client that holds cursor N
+# has every change written before the flush that moved the cursor past N; whatever was
+# written after has a score >= ms(N). Resuming from N is then ZRANGEBYSCORE changed ms(N)
+# +inf: it may resend a pod it has (same millisecond), never miss one.
+_CHANGED = """
+local cursor = redis.call('hget', KEYS[1], 'cursor')
+local ms = 0
+if cursor then ms = tonumber(string.match(cursor, '^(%d+)')) or 0 end
+for i = 1, #ARGV, 500 do
+  local args = {}
+  for j = i, math.min(i + 499, #ARGV) do
+    args[#args + 1] = ms
+    args[#args + 1] = ARGV[j]
+  end
+  redis.call('zadd', KEYS[2], unpack(args))
+end
+return ms
+"""
+
+# Dropping reads each view to find its index entries, so it needs no caller-side memory
+# (a fold worker that just restored has none). ARGV: index key prefix, removal log cap, uids.
+_DROP = """
+local cursor = redis.call('hget', KEYS[2], 'cursor')
+local ms = 0
+if cursor then ms = tonumber(string.match(cursor, '^(%d+)')) or 0 end
+local prefix = ARGV[1]
+local function text(value)
+  if value == nil or value == cjson.null then return '' end
+  return tostring(value)
+end
+for i = 3, #ARGV do
+  local uid = ARGV[i]
+  local raw = redis.call('hget', KEYS[1], uid)
+  if raw then
+    local ok, view = pcall(cjson.decode, raw)
+    if ok and type(view) == 'table' then
+      redis.call('zrem', prefix .. 'verdict:' .. text(view.verdict), uid)
+      redis.call('zrem', prefix .. 'ns:' .. text(view.namespace), uid)
+      redis.call('zrem', prefix .. 'node:' .. text(view.node), uid)
+      redis.call('zrem', prefix .. 'binding:' .. text(view.binding), uid)
+      redis.call('srem', KEYS[5], text(view.namespace) .. '/' .. text(view.name) .. '\\n' .. uid)
+    end
+    redis.call('hdel', KEYS[1], uid)
+  end
+  redis.call('zrem', KEYS[3], uid)
+  redis.call('zadd', KEYS[4], ms, uid)
+end
+redis.call('zremrangebyrank', KEYS[4], 0, -tonumber(ARGV[2]) - 1)
+return ms
+"""
+REMOVED_KEPT = 10_000  # removals remembered for resuming clients; older ones mean "reload"
+# Binding values a pod can leave (static is static from its first sight).
+_BINDINGS_LEFT = ("", "unknown", "manual", "scheduler")
+
+
 def write_pods(
     pipe: redis.client.Pipeline,
     cluster: str,
     views: dict[str, tuple[dict[str, Any], float]],
     previous: dict[str, tuple[str, str, str]],
 ) -> None:
-    """Store pod views and move their index entries. ``previous`` (uid -> verdict,
-    namespace, node as last written) is updated in place. One command per index key
-    touched, not per pod: a burst moves thousands of pods between a few indexes."""
+    """Store pod views and their index entries. ``previous`` (uid -> verdict, namespace,
+    node as last written by this writer; empty after a restore, which clears the indexes)
+    is updated in place. One command per index key touched, not per pod: a burst moves
+    thousands of pods between a few indexes. Scores are ``rank_score``s, rewritten on every
+    write since a verdict change moves the pod in every index."""
     if not views:
         return
     blobs = {}
-    changed = {}
     adds: dict[str, dict[str, float]] = {}
     removes: dict[str, list[str]] = {}
-    for uid, (view, last_change) in views.items():
+    names = []
+    for uid, (view, _last_change) in views.items():
         blobs[uid] = orjson.dumps(view)
-        changed[uid] = last_change
         now = (view["verdict"], view["namespace"], view["node"] or "")
+        binding = view.get("binding") or ""
+        score = rank_score(now[0], view["milestones"].get("created"))
         before = previous.get(uid)
-        if before == now:
-            continue
-        for by, old, new in zip(INDEXES, before or ("", "", ""), now, strict=True):
-            if before is not None and old != new:
-                removes.setdefault(index_key(cluster, by, old), []).append(uid)
-            if before is None or old != new:
-                adds.setdefault(index_key(cluster, by, new), {})[uid] = last_change
+        if before is not None:
+            for by, old, new in zip(INDEXES, before, now, strict=True):
+                if old != new:
+                    removes.setdefault(index_key(cluster, by, old), []).append(uid)
+            if binding != "static":
+                for other in _BINDINGS_LEFT:
+                    if other != binding:
+                        removes.setdefault(index_key(cluster, BINDING, other), []).append(uid)
+        for by, value in zip(INDEXES, now, strict=True):
+            adds.setdefault(index_key(cluster, by, value), {})[uid] = score
+        adds.setdefault(index_key(cluster, BINDING, binding), {})[uid] = score
+        names.append(name_member(now[1], view["name"], uid))
         previous[uid] = now
     for key, uids in removes.items():
         pipe.zrem(key, *uids)
     for key, members in adds.items():
         pipe.zadd(key, members)
     pipe.hset(pods_key(cluster), mapping=blobs)
-    pipe.zadd(changed_key(cluster), changed)
+    pipe.sadd(names_key(cluster), *names)
+    pipe.eval(_CHANGED, 2, fold_key(cluster), changed_key(cluster), *blobs)
 
 
 def drop_pods(
@@ -334,13 +458,15 @@ def drop_pods(
     uids: Iterable[str],
     previous: dict[str, tuple[str, str, str]],
 ) -> None:
+    """Remove pods with their index entries, and log the removals for resuming clients."""
+    uids = list(uids)
     for uid in uids:
-        before = previous.pop(uid, None)
-        if before is not None:
-            for by, value in zip(INDEXES, before, strict=True):
-                pipe.zrem(index_key(cluster, by, value), uid)
-        pipe.hdel(pods_key(cluster), uid)
-        pipe.zrem(changed_key(cluster), uid)
+        previous.pop(uid, None)
+    keys = (pods_key(cluster), fold_key(cluster), changed_key(cluster), removed_key(cluster))
+    prefix = index_key(cluster, "", "")[:-1]
+    for start in range(0, len(uids), 1000):
+        chunk = uids[start : start + 1000]
+        pipe.eval(_DROP, 5, *keys, names_key(cluster), prefix, REMOVED_KEPT, *chunk)
 
 
 def pod_views(client: redis.Redis, cluster: str) -> dict[str, dict[str, Any]]:
@@ -350,8 +476,8 @@ def pod_views(client: redis.Redis, cluster: str) -> dict[str, dict[str, Any]]:
 
 
 def pods_by(client: redis.Redis, cluster: str, by: str, value: str) -> list[str]:
-    """Pod uids in an index (verdict, ns or node), most recently changed first."""
-    return [uid.decode() for uid in client.zrevrange(index_key(cluster, by, value), 0, -1)]
+    """Pod uids in an index (verdict, ns, node or binding), worst first then oldest first."""
+    return [uid.decode() for uid in client.zrange(index_key(cluster, by, value), 0, -1)]
 
 
 def fold_state(client: redis.Redis, cluster: str) -> dict[str, str]:

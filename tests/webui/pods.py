@@ -1,0 +1,80 @@
+"""Pods for the board's tests: real pod views from a folded trace, varied in bulk and
+written through ``store.write_pods`` as the fold worker writes them."""
+
+from __future__ import annotations
+
+import copy
+import random
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from handoff import store
+from handoff import verdicts as v
+from handoff.trace import format_time
+from tests.ingest.helpers import fold_all
+
+TRACES = Path(__file__).parent.parent / "data" / "traces"
+START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+BINDINGS = ("scheduler", "manual", "static", "unknown")
+
+
+def template(client: redis.Redis) -> dict[str, Any]:
+    """One real stored pod view (the fold of a recorded trace) to copy."""
+    from handoff.sources.trace import replay
+
+    replay(client, "template", TRACES / "stuck-kubelet-silent.jsonl")
+    fold_all(client, "template")
+    view = next(iter(store.pod_views(client, "template").values()))
+    store.forget_cluster(client, "template")
+    return view
+
+
+def make_views(base: dict[str, Any], count: int, seed: int = 6) -> dict[str, dict[str, Any]]:
+    rng = random.Random(seed)
+    names = v.VERDICT_NAMES
+    views = {}
+    for i in range(count):
+        view = copy.deepcopy(base)
+        uid = f"{rng.getrandbits(128):032x}"
+        view.update(
+            uid=uid,
+            namespace=f"ns-{i % 37}",
+            name=f"pod-{i:06d}",
+            node=None if i % 11 == 0 else f"node-{i % 53}",
+            binding=None if i % 11 == 0 else BINDINGS[i % 7 % 4],
+            verdict=names[rng.randrange(len(names))],
+        )
+        created = START + rng.randrange(86_400)
+        view["milestones"] = {**view["milestones"], "created": format_time(created)}
+        views[uid] = view
+    return views
+
+
+def write(
+    client: redis.Redis,
+    cluster: str,
+    views: dict[str, dict[str, Any]],
+    previous: dict | None = None,
+    batch: int = 2000,
+) -> dict:
+    previous = {} if previous is None else previous
+    items = list(views.items())
+    for start in range(0, len(items), batch):
+        pipe = client.pipeline(transaction=False)
+        chunk = {uid: (view, 0.0) for uid, view in items[start : start + batch]}
+        store.write_pods(pipe, cluster, chunk, previous)
+        pipe.execute()
+    return previous
+
+
+def triage_order(views: list[dict[str, Any]]) -> list[str]:
+    """uids worst first, then oldest first (then by uid), computed without the store."""
+    return [
+        view["uid"]
+        for view in sorted(
+            views,
+            key=lambda x: (-v.severity(x["verdict"]), x["milestones"]["created"], x["uid"]),
+        )
+    ]
