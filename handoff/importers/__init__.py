@@ -10,6 +10,7 @@ docs/interop.md describes each format, its mapping and the precision of its time
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,6 +23,8 @@ from handoff.importers.source import Input, Progress, Value, parse, split_values
 from handoff.importers.watch import WatchStream
 from handoff.trace import HEADER_KEY, LineError, TraceHeader, TraceReader, WatchEvent
 
+# Concurrent requests reach an audit log slightly out of stageTimestamp order.
+AUDIT_REORDER_WINDOW = 5.0
 FORMATS = ("trace", "audit", "watch", "snapshot", "yaml", "empty")
 
 
@@ -143,6 +146,7 @@ class ImportReader:
         maker = EventMaker(self.errors, self.skipped, self.kinds)
         audit = AuditLog(maker)
         watch = WatchStream(maker)
+        reorder = Reorder(AUDIT_REORDER_WINDOW)
         for value in values:
             record = parse(value, self.errors)
             if record is None:
@@ -151,13 +155,15 @@ class ImportReader:
                 self.errors.append(LineError(value.line, "not a JSON object"))
                 continue
             if is_audit_event(record):
-                yield from audit.take(value.line, record)
+                for event in audit.take(value.line, record):
+                    yield from reorder.push(event)
             elif kind_of_input == "audit":
                 self.skipped["not an audit event"] += 1
             else:
                 event = watch.take(value.line, record)
                 if event is not None:
                     yield event
+        yield from reorder.drain()
 
 
 def open_events(
@@ -167,6 +173,28 @@ def open_events(
 ) -> ImportReader:
     """Any supported input as watch events; see ``ImportReader``."""
     return ImportReader(path, on_progress, kinds)
+
+
+class Reorder:
+    """Events put back in observed order, holding at most ``window`` seconds of them."""
+
+    def __init__(self, window: float) -> None:
+        self.window = window
+        self.heap: list[tuple[float, int, WatchEvent]] = []
+        self.count = 0
+        self.newest = float("-inf")
+
+    def push(self, event: WatchEvent) -> Iterator[WatchEvent]:
+        at = event.time()
+        self.count += 1
+        heapq.heappush(self.heap, (at, self.count, event))
+        self.newest = max(self.newest, at)
+        while self.heap and self.heap[0][0] < self.newest - self.window:
+            yield heapq.heappop(self.heap)[2]
+
+    def drain(self) -> Iterator[WatchEvent]:
+        while self.heap:
+            yield heapq.heappop(self.heap)[2]
 
 
 def _chain(first: Iterable[Any], rest: Iterator[Any]) -> Iterator[Any]:

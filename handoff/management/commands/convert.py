@@ -1,0 +1,90 @@
+"""``manage.py convert IN OUT``: any input the importers read (kubectl output, watch streams,
+audit logs, trace v1) written as trace v1."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from handoff.importers import open_events
+from handoff.management.cliargs import is_tty
+from handoff.trace import TraceWriter
+
+MAX_ERRORS_PRINTED = 20
+BAR_FROM_BYTES = 1 << 20  # a progress bar only for inputs of a MiB or more
+
+
+class Command(BaseCommand):
+    help = (
+        "Convert kubectl -o json/yaml output, kubectl -w streams or kube-apiserver audit logs "
+        "(gzip or not) to a trace v1 file."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("input", help="the file to read; its format is found from its content")
+        parser.add_argument("output", help="trace v1 to write (.gz compresses)")
+        parser.add_argument("--cluster", help="cluster name for the trace header")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        source, target = Path(options["input"]), Path(options["output"])
+        if source.resolve() == target.resolve():
+            raise CommandError("input and output are the same file")
+        try:
+            size = source.stat().st_size
+        except OSError as exc:
+            raise CommandError(f"cannot read {source}: {exc.strerror or exc}") from exc
+        bar = _Bar(self.stderr) if is_tty(self.stderr) and size >= BAR_FROM_BYTES else None
+        reader = open_events(source, on_progress=bar.show if bar else None)
+        written = 0
+        try:
+            with TraceWriter(target, cluster=options["cluster"]) as writer:
+                for event in reader:
+                    if event.raw is not None:
+                        writer.write_line(event.raw)
+                        written += 1
+        except OSError as exc:
+            raise CommandError(f"cannot convert {source}: {exc.strerror or exc}") from exc
+        finally:
+            if bar is not None:
+                bar.done()
+        self._report(source, reader, written)
+        if written == 0 and (reader.errors or reader.format == "empty"):
+            target.unlink(missing_ok=True)
+            self.stderr.write(f"{source}: nothing could be read")
+            sys.exit(2)
+
+    def _report(self, source: Path, reader: Any, written: int) -> None:
+        for error in reader.errors[:MAX_ERRORS_PRINTED]:
+            self.stderr.write(f"{source}: {error}")
+        if len(reader.errors) > MAX_ERRORS_PRINTED:
+            self.stderr.write(f"... and {len(reader.errors) - MAX_ERRORS_PRINTED} more bad lines")
+        skipped = ", ".join(f"{name} {count}" for name, count in sorted(reader.skipped.items()))
+        self.stdout.write(
+            f"{source}: {reader.format} input, {written} watch events written"
+            + (f"; skipped: {skipped}" if skipped else "")
+        )
+
+
+class _Bar:
+    WIDTH = 40
+
+    def __init__(self, stream: Any) -> None:
+        self.out = getattr(stream, "_out", sys.stderr)
+        self.shown = -1
+
+    def show(self, done: int, total: int | None) -> None:
+        fraction = min(1.0, done / total) if total else 0.0
+        filled = int(self.WIDTH * fraction)
+        if filled == self.shown:
+            return
+        self.shown = filled
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        self.out.write(f"\r[{bar}] {fraction:4.0%} of {total or 0} bytes")
+        self.out.flush()
+
+    def done(self) -> None:
+        self.out.write("\n")
+        self.out.flush()
