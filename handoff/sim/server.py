@@ -28,6 +28,7 @@ from handoff.sim.cluster import Cluster
 from handoff.sim.events import EVENTS_GROUP, view
 from handoff.sim.faults import Fault, FaultInjector, FaultSpecError, parse_faults
 from handoff.sim.objects import Obj, parse_stamp
+from handoff.sim.patches import PatchError, UnsupportedPatch, apply_patch
 from handoff.sim.selectors import FieldSelector, LabelSelector
 
 VERSION = {
@@ -49,7 +50,7 @@ RESOURCES: dict[str, list[Obj]] = {
             "singularName": "pod",
             "namespaced": True,
             "kind": "Pod",
-            "verbs": ["create", "delete", "get", "list", "watch"],
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
             "shortNames": ["po"],
             "categories": ["all"],
         },
@@ -58,7 +59,7 @@ RESOURCES: dict[str, list[Obj]] = {
             "singularName": "node",
             "namespaced": False,
             "kind": "Node",
-            "verbs": ["get", "list", "watch"],
+            "verbs": ["get", "list", "patch", "update", "watch"],
             "shortNames": ["no"],
         },
         {
@@ -344,9 +345,133 @@ class SimServer:
         with self.lock:
             return self.api.create("pods", pod)
 
+    def patch(self, route: Route, content_type: str, body: Any) -> Obj:
+        """PATCH: apply the body to the stored object, then update it as a PUT would."""
+        with self.lock:
+            old = self.api.get(route.resource, route.namespace or "", route.name or "")
+            try:
+                new = apply_patch(old, content_type, body)
+            except UnsupportedPatch as exc:
+                raise ApiError(415, "UnsupportedMediaType", str(exc)) from exc
+            except PatchError as exc:
+                raise ApiError(422, "Invalid", str(exc)) from exc
+            if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
+                raise ApiError(422, "Invalid", "the patched object has no metadata")
+            return self.update(route, old, new)
+
+    def replace(self, route: Route, body: Obj) -> Obj:
+        """PUT of the whole object."""
+        meta = body.get("metadata")
+        if not isinstance(meta, dict):
+            raise ApiError(400, "BadRequest", "the body must be an object with metadata")
+        if meta.get("name") != route.name:
+            raise ApiError(
+                400,
+                "BadRequest",
+                f"the name of the object ({meta.get('name')}) does not match the name on the "
+                f"URL ({route.name})",
+            )
+        with self.lock:
+            old = self.api.get(route.resource, route.namespace or "", route.name or "")
+            return self.update(route, old, body)
+
+    def update(self, route: Route, old: Obj, new: Obj) -> Obj:
+        """The API server's update: optimistic concurrency on resourceVersion (409), the
+        mutable metadata, the resource's validation; status belongs to its subresource."""
+        meta = new.get("metadata") or {}
+        wanted = meta.get("resourceVersion")
+        old_meta = old["metadata"]
+        if wanted not in (None, "") and str(wanted) != old_meta["resourceVersion"]:
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {route.resource} "{old_meta["name"]}": the '
+                "object has been modified; please apply your changes to the latest version "
+                "and try again",
+                {"name": old_meta["name"], "kind": route.resource},
+            )
+        merged = dict(old_meta)
+        for key in MUTABLE_METADATA:
+            value = meta.get(key)
+            if value in (None, {}, []):
+                merged.pop(key, None)
+            elif not isinstance(value, dict | list):
+                raise ApiError(422, "Invalid", f"metadata.{key}: Invalid value: {value!r}")
+            else:
+                merged[key] = value
+        spec = new.get("spec", old.get("spec"))
+        if route.resource == "pods":
+            check_pod_update(old, spec)
+        elif route.resource == "nodes":
+            check_node_update(old, spec)
+        updated = {**old, "metadata": merged}
+        if "spec" in old:
+            updated["spec"] = spec
+        if updated == old:
+            return old  # a no-op update writes nothing, as the API server skips it
+        if route.resource == "deployments":
+            return self.cluster.deployments.update_object(updated)
+        return self.api.update(route.resource, updated)
+
     def delete_pod(self, namespace: str, name: str, grace: int | None) -> Obj:
         with self.lock:
             return self.api.delete("pods", namespace, name, grace)
+
+
+MUTABLE_METADATA = ("labels", "annotations", "finalizers", "ownerReferences")
+POD_UPDATE_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+    "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be "
+    "set to 1 if it was previously negative)"
+)
+
+
+def check_pod_update(old: Obj, spec: Any) -> None:
+    """ValidatePodUpdate: only images, activeDeadlineSeconds, added tolerations and removed
+    scheduling gates may change in a pod's spec."""
+    name = old["metadata"]["name"]
+    if not isinstance(spec, dict):
+        raise ApiError(422, "Invalid", f'Pod "{name}" is invalid: spec: Required value')
+    before = old["spec"]
+    tolerations = spec.get("tolerations") or []
+    if any(t not in tolerations for t in before.get("tolerations") or ()):
+        raise ApiError(
+            422, "Invalid", f'Pod "{name}" is invalid: spec: Forbidden: {POD_UPDATE_FORBIDDEN}'
+        )
+    comparable = dict(spec, tolerations=before.get("tolerations"))
+    for key in ("activeDeadlineSeconds", "schedulingGates"):
+        comparable.pop(key, None)
+    reference = {
+        k: v for k, v in before.items() if k not in ("activeDeadlineSeconds", "schedulingGates")
+    }
+    if "tolerations" not in before:
+        comparable.pop("tolerations", None)
+    for kind in ("containers", "initContainers"):
+        mine, theirs = comparable.get(kind), reference.get(kind)
+        if isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
+            comparable[kind] = [
+                dict(c, image=o.get("image")) if isinstance(c, dict) else c
+                for c, o in zip(mine, theirs, strict=True)
+            ]
+    if comparable != reference:
+        raise ApiError(
+            422, "Invalid", f'Pod "{name}" is invalid: spec: Forbidden: {POD_UPDATE_FORBIDDEN}'
+        )
+
+
+def check_node_update(old: Obj, spec: Any) -> None:
+    """Node specs are mutable (cordon, taints) but for podCIDR(s) and providerID once set."""
+    name = old["metadata"]["name"]
+    if not isinstance(spec, dict):
+        raise ApiError(422, "Invalid", f'Node "{name}" is invalid: spec: Required value')
+    for key in ("podCIDR", "podCIDRs", "providerID"):
+        if key in old["spec"] and spec.get(key) != old["spec"][key]:
+            raise ApiError(
+                422,
+                "Invalid",
+                f'Node "{name}" is invalid: spec.{key}: Forbidden: may not be changed once set',
+            )
 
 
 def _itemless(obj: Obj) -> Obj:
@@ -529,6 +654,12 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
         def do_DELETE(self) -> None:
             self._dispatch(self._delete)
 
+        def do_PATCH(self) -> None:
+            self._dispatch(self._patch)
+
+        def do_PUT(self) -> None:
+            self._dispatch(self._put)
+
         def _dispatch(self, fn: Callable[[str, dict[str, str]], None]) -> None:
             url = urlsplit(self.path)
             params = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -589,13 +720,16 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
             else:
                 raise ApiError(405, "MethodNotAllowed", f"{self.command} {FAULTS_PATH}")
 
-        def _body(self) -> Obj:
+        def _raw_json(self) -> Any:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b"{}"
             try:
-                body = orjson.loads(raw)
+                return orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 raise ApiError(400, "BadRequest", f"the body is not JSON: {exc}") from exc
+
+        def _body(self) -> Obj:
+            body = self._raw_json()
             if not isinstance(body, dict):
                 raise ApiError(400, "BadRequest", "the body must be a JSON object")
             return body
@@ -790,6 +924,27 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
             created = server.create_pod(route.namespace, self._body())
             self._json(201, created)
 
+        def _patch(self, path: str, params: dict[str, str]) -> None:
+            route = self._named(path, "PATCH")
+            content_type = self.headers.get("Content-Type") or ""
+            self._json(200, server.patch(route, content_type, self._raw_json()))
+
+        def _put(self, path: str, params: dict[str, str]) -> None:
+            route = self._named(path, "PUT")
+            self._json(200, server.replace(route, self._body()))
+
+        def _named(self, path: str, verb: str) -> Route:
+            route = parse_path(path)
+            if route is None or not route.name or route.watch_path:
+                raise ApiError(405, "MethodNotAllowed", f"{verb} needs an object's path")
+            if route.resource not in UPDATABLE:
+                raise ApiError(
+                    405,
+                    "MethodNotAllowed",
+                    f"the simulator does not take {verb} of {route.resource}",
+                )
+            return route
+
         def _delete(self, path: str, params: dict[str, str]) -> None:
             route = parse_path(path)
             if route is None or route.resource != "pods" or not route.name or not route.namespace:
@@ -805,6 +960,7 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
 
 
 FAULTS_PATH = "/_sim/faults"
+UPDATABLE = ("pods", "nodes", "deployments")
 ERROR_STATUS = {
     500: ("InternalError", "Internal error occurred: injected by the simulator"),
     503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
