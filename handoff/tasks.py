@@ -18,7 +18,7 @@ from pathlib import Path
 
 import redis
 from celery import shared_task
-from celery.signals import worker_process_init, worker_shutting_down
+from celery.signals import worker_shutting_down
 from django.conf import settings
 
 from handoff import health, store
@@ -65,30 +65,29 @@ def fold_settings() -> FoldSettings:
 # A warm shutdown (SIGTERM to the worker) waits for running tasks, and a watch task runs
 # for a whole window. So the stream tasks stop early instead: they checkpoint, release
 # their lease and enqueue their successor, which another worker starts at once rather
-# than after the lease lapses. The pool's children learn of it through SIGTERM (sent by
-# the main process, or to the whole process group by a supervisor).
+# than after the lease lapses. A pool process learns of it from the main process when it
+# starts shutting down, through SIGURG (ignored by default, so idle pool processes carry
+# on as before), or from a supervisor's SIGTERM to the whole group; while a stream task
+# runs, it handles both by asking the task to stop.
+STOP_SIGNAL = signal.SIGURG
 
 _stopping = threading.Event()
 _on_stop: list[Callable[[], object]] = []
 
 
-def _stop_running_tasks(*_: object) -> None:
+def _stop_running_tasks() -> None:
     _stopping.set()
-    # Not in the handler itself: the callbacks take locks the interrupted code may hold.
+    # Not in the signal handler itself: the callbacks take locks the code it interrupted
+    # may hold.
     threading.Thread(target=lambda: [cb() for cb in list(_on_stop)], daemon=True).start()
-
-
-@worker_process_init.connect
-def _catch_sigterm_in_pool_process(**_: object) -> None:
-    signal.signal(signal.SIGTERM, _stop_running_tasks)
 
 
 @worker_shutting_down.connect
 def _tell_pool_processes(**_: object) -> None:
-    _stop_running_tasks()  # the solo/threads pools run tasks in this process
+    _stop_running_tasks()  # the solo and threads pools run tasks in this process
     for pid in _children(os.getpid()):
         with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, STOP_SIGNAL)
 
 
 def _children(pid: int) -> list[int]:
@@ -102,6 +101,12 @@ def _children(pid: int) -> list[int]:
 @contextlib.contextmanager
 def on_worker_stop(callback: Callable[[], object]) -> Iterator[None]:
     """Call ``callback`` (from a thread) if the worker shuts down while the block runs."""
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        # billiard resets SIGTERM in pool processes after worker_process_init, to a handler
+        # that exits at once: so the stop handler is installed here, for the task's length.
+        for sig in (signal.SIGTERM, STOP_SIGNAL):
+            previous[sig] = signal.signal(sig, _stop_handler(signal.getsignal(sig)))
     _on_stop.append(callback)
     try:
         if _stopping.is_set():
@@ -109,6 +114,21 @@ def on_worker_stop(callback: Callable[[], object]) -> Iterator[None]:
         yield
     finally:
         _on_stop.remove(callback)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _stop_handler(previous: object) -> Callable[[int, object], None]:
+    # In a pool process the previous handler exits (billiard's); in a solo worker it is
+    # Celery's warm shutdown, which must still run.
+    chain = callable(previous) and getattr(previous, "__module__", "") != "billiard.common"
+
+    def handler(signum: int, frame: object) -> None:
+        _stop_running_tasks()
+        if chain:
+            previous(signum, frame)
+
+    return handler
 
 
 @shared_task(name="handoff.tasks.heartbeat", ignore_result=True)

@@ -180,3 +180,45 @@ def test_a_killed_worker_is_replaced_within_15_seconds(
     assert took < 15
     assert _verdicts(views) == _verdicts(_offline(simulator[1]))
     assert stable(_offline(_record(tmp_path))) == stable(views)
+
+
+@pytest.mark.slow
+@pytest.mark.faults
+def test_a_worker_told_to_stop_hands_its_streams_over_at_once(
+    simulator, celery_worker, redis_client, monkeypatch
+):
+    """SIGTERM (warm shutdown) to a worker whose tasks would run for 5 minutes under
+    30-second leases: it checkpoints, releases and enqueues successors, so another worker
+    holds every stream within seconds, long before a lease could lapse; no beat runs."""
+    for name, value in {
+        "HANDOFF_WATCH_WINDOW": "300",
+        "HANDOFF_WATCH_SERVER_TIMEOUT": "60",
+        "HANDOFF_WATCH_READ_TIMEOUT": "90",
+        "HANDOFF_LEASE_TTL": "30",
+    }.items():
+        monkeypatch.setenv(name, value)
+    first = celery_worker(concurrency=5)
+    from handoff.tasks import start_stream
+
+    for stream in STREAMS:
+        start_stream("sim", stream)
+    wait_until(lambda: _all_held(redis_client), 30, "every stream to be held")
+    time.sleep(2)
+    second = celery_worker(concurrency=5)
+    dead = _group(first.pid)
+    first.send_signal(signal.SIGTERM)  # the main process only, as `docker stop` does
+    told = time.monotonic()
+
+    def handed_over() -> bool:
+        holders = [store.holder(redis_client, "sim", s) for s in STREAMS]
+        return all(h and int(h.split(":")[1]) not in dead for h in holders)
+
+    wait_until(handed_over, 20, "the second worker to hold every stream")
+    took = time.monotonic() - told
+    first.wait(timeout=20)
+    exited = time.monotonic() - told
+    views = _finish(simulator, redis_client)
+    del second
+    assert took < 10  # a lapsed lease would take 30 s
+    assert exited < 20  # not the 300 s window
+    assert _verdicts(views) == _verdicts(_offline(simulator[1]))
