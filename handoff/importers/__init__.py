@@ -82,7 +82,9 @@ class ImportReader:
             return
         kind_of_input = self._classify(first_value)
         if kind_of_input == "trace":
-            yield from self._trace(first_value, values)
+            # The raw lines, blank ones kept, so TraceReader numbers them as the file does.
+            lead = [b"\n"] * (first_value.line - 1)
+            yield from self._trace(_chain(lead + _lines(first_value), everything))
         elif kind_of_input == "snapshot":
             yield from self._snapshot(_chain([first_value], values))
         else:
@@ -103,15 +105,10 @@ class ImportReader:
             return "snapshot"
         return "watch"
 
-    def _trace(self, first: Value, values: Iterator[Value]) -> Iterator[WatchEvent]:
+    def _trace(self, lines: Iterator[bytes]) -> Iterator[WatchEvent]:
         """Trace v1 read by TraceReader itself: the same checks, line for line."""
         self.format = "trace"
-
-        def lines() -> Iterator[bytes]:
-            for value in _chain([first], values):
-                yield from _padded(value)
-
-        reader = TraceReader(lines(), kinds=self.kinds)
+        reader = TraceReader(lines, kinds=self.kinds)
         yield from reader
         self.header = reader.header
         self.errors.extend(reader.errors)
@@ -148,6 +145,8 @@ class ImportReader:
         watch = WatchStream(maker)
         reorder = Reorder(AUDIT_REORDER_WINDOW)
         for value in values:
+            if not value.complete:
+                continue  # reported by the splitter
             record = parse(value, self.errors)
             if record is None:
                 continue
@@ -202,9 +201,8 @@ def _chain(first: Iterable[Any], rest: Iterator[Any]) -> Iterator[Any]:
     yield from rest
 
 
-def _padded(value: Value) -> Iterator[bytes]:
-    """A value's lines for TraceReader, so its line numbers stay the input's."""
-    yield from value.data.splitlines(keepends=True)
+def _lines(value: Value) -> list[bytes]:
+    return value.data.splitlines(keepends=True)
 
 
 __all__ = ["FORMATS", "ImportReader", "Progress", "open_events"]

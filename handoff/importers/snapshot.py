@@ -56,6 +56,10 @@ class Snapshot:
             yield from self._document(line, document, at)
 
     def _json_value(self, value: Value, at: float) -> Iterator[WatchEvent]:
+        if not value.complete:
+            for line, data in salvage(value):
+                yield from self._item(line, data, at)
+            return
         items = raw_items(value)
         if items is not None:
             offset, line = 0, value.line

@@ -43,6 +43,7 @@ class Value:
 
     line: int
     data: bytes
+    complete: bool = True  # False: the input ended inside it (its items may be salvaged)
 
 
 class Input:
@@ -127,6 +128,7 @@ def split_values(lines: Iterator[bytes], errors: list[LineError]) -> Iterator[Va
             yield Value(start, data)
     if buffer and b"".join(buffer).strip():
         errors.append(LineError(start, f"value at lines {start}-{number} is cut off at the end"))
+        yield Value(start, b"".join(buffer), complete=False)
 
 
 def where(value: Value, offset: int) -> int:
