@@ -154,7 +154,7 @@ def test_it_infers_kinds_in_arrays_without_them():
         "count": 1,
         "type": "Normal",
     }
-    events, reader = _read(json.dumps([bare, event]).encode())
+    events, _ = _read(json.dumps([bare, event]).encode())
 
     assert [e.object.kind for e in events] == ["Pod", "Event"]
     (pod,) = build_report(fold(events))["pods"]
@@ -306,12 +306,12 @@ def test_it_salvages_the_items_of_a_list_cut_off_at_the_end():
     events, reader = _read(whole[: int(len(whole) * 0.75)])
 
     assert 5 <= len(events) < 10
-    assert reader.errors and "cut off" in reader.errors[0].message
+    assert "cut off" in reader.errors[0].message
 
 
 def test_it_reports_yaml_syntax_errors_with_their_line():
     data = yaml.safe_dump(RUNNING).encode() + b"---\nkind: Pod\n  bad: [indent\n"
-    events, reader = _read(data)
+    _, reader = _read(data)
 
     (error,) = reader.errors
     assert error.line > 10
