@@ -15,7 +15,8 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from handoff.gcpause import paused_gc
@@ -52,7 +53,7 @@ class ReplayState:
         self.every = max(every, math.ceil(len(ordered) / MAX_CHECKPOINTS))
         # checkpoints[i] is the state after the first i * every events.
         self.checkpoints: list[bytes] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._working: Timeline | None = None
         self._position = 0
         self._build()
@@ -86,6 +87,12 @@ class ReplayState:
     def count_until(self, at: float) -> int:
         """How many events were observed at or before ``at``."""
         return bisect.bisect_right(self.times, at)
+
+    @contextmanager
+    def seek(self, at: float) -> Iterator[Timeline]:
+        """The timeline at ``at``, held for the caller alone until the block ends."""
+        with self._lock:
+            yield self.timeline_at(at)
 
     def timeline_at(self, at: float) -> Timeline:
         """The timeline as it was at ``at`` (every event observed up to then, folded).

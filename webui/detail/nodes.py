@@ -1,0 +1,80 @@
+"""The nodes page's data: each node's state and readiness history, the pods handed to
+it by verdict, and the pods whose nodeName names no node."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from handoff import verdicts as v
+from webui.detail.rows import PodRow
+
+MISSING_LISTED = 500
+
+
+def nodes_digest(
+    rows: Iterable[PodRow], nodes: dict[str, dict[str, Any]], evaluated_at: str | None
+) -> dict[str, Any]:
+    """``nodes``: name -> {exists, ready, deleted, unschedulable, taints, down}."""
+    handed: dict[str, Counter[str]] = {}
+    missing: dict[str, list[PodRow]] = {}
+    for row in rows:
+        if not row.node:
+            continue
+        handed.setdefault(row.node, Counter())[row.verdict] += 1
+        if row.node_exists is False:
+            missing.setdefault(row.node, []).append(row)
+    table = []
+    for name in sorted(set(nodes) | set(handed)):
+        state = nodes.get(name) or {}
+        counts = handed.get(name, Counter())
+        table.append(
+            {
+                "name": name,
+                "known": name in nodes,
+                "exists": bool(state.get("exists")),
+                "ready": state.get("ready") or "",
+                "deleted": state.get("deleted"),
+                "unschedulable": bool(state.get("unschedulable")),
+                "taints": state.get("taints") or [],
+                "down": [
+                    {"from": start, "to": end, "why": why}
+                    for start, end, why in state.get("down") or []
+                ],
+                "pods": sum(counts.values()),
+                "verdicts": {name: counts[name] for name in v.VERDICT_NAMES if counts[name]},
+            }
+        )
+    return {
+        "evaluated_at": evaluated_at,
+        "nodes": table,
+        "missing": _missing(missing),
+    }
+
+
+def _missing(missing: dict[str, list[PodRow]]) -> list[dict[str, Any]]:
+    """Per missing node name, its pods worst first."""
+    out = []
+    for node in sorted(missing, key=lambda n: (-len(missing[n]), n)):
+        pods = sorted(missing[node], key=lambda r: (-v.severity(r.verdict), r.created, r.name))
+        out.append(
+            {
+                "node": node,
+                "count": len(pods),
+                "pods": [
+                    {
+                        "namespace": r.namespace,
+                        "name": r.name,
+                        "uid": r.uid,
+                        "verdict": r.verdict,
+                        "reason": r.reason,
+                        "binding": r.binding,
+                        "created": r.created or None,
+                        "podgc": r.podgc,
+                    }
+                    for r in pods[:MISSING_LISTED]
+                ],
+            }
+        )
+    return out

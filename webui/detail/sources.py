@@ -1,0 +1,223 @@
+"""Where a detail page's data comes from: a live cluster's store, or a trace at a time.
+
+Both answer in the live API's JSON shapes (pod views from ``handoff.report.pod_view``), so
+a page cannot tell a replayed cluster from a live one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from functools import cache
+from typing import Any
+
+import orjson
+import redis
+from django.conf import settings
+
+from handoff import store
+from handoff import verdicts as v
+from handoff.replaystate import ReplayState
+from handoff.report import outline, pod_view, sort_key
+from handoff.timeline import Timeline
+from handoff.trace import format_time
+from webui.detail.rows import PodRow, row_from_pod, row_from_view
+
+DIGEST_TTL = 5.0  # seconds a live cluster's fleet/nodes aggregates are reused
+
+
+@cache
+def _client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=2)
+
+
+def client() -> redis.Redis:
+    return _client(settings.REDIS_URL)
+
+
+def pick(candidates: list[dict[str, Any]], uid: str | None) -> dict[str, Any] | None:
+    """The pod a page means: the given uid, else the newest of the pods with that name."""
+    if uid:
+        return next((c for c in candidates if c.get("uid") == uid), None)
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: (c["milestones"].get("created") or "", c.get("uid") or ""))
+
+
+def with_others(view: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pod view plus the other pods that had the same namespace/name (name reuse)."""
+    others = [
+        {"uid": c.get("uid"), "created": c["milestones"].get("created"), "verdict": c["verdict"]}
+        for c in candidates
+        if c is not view
+    ]
+    return {**view, "same_name": sorted(others, key=lambda o: o["created"] or "")}
+
+
+class LiveSource:
+    """A watched cluster: views as the fold worker stored them."""
+
+    def __init__(self, cluster: str, redis_client: redis.Redis | None = None) -> None:
+        self.cluster = cluster
+        self.client = redis_client or client()
+
+    def exists(self) -> bool:
+        return (
+            store.cluster(self.client, self.cluster) is not None
+            or self.client.exists(store.fold_key(self.cluster)) > 0
+        )
+
+    def fold(self) -> dict[str, Any]:
+        evaluated_at, nodes_json = self.client.hmget(
+            store.fold_key(self.cluster), "evaluated_at", "nodes_json"
+        )
+        return {
+            "evaluated_at": evaluated_at.decode() if evaluated_at else None,
+            "nodes": orjson.loads(nodes_json) if nodes_json else {},
+        }
+
+    def pod(self, namespace: str, name: str, uid: str | None) -> dict[str, Any] | None:
+        if uid:
+            raw = self.client.hget(store.pods_key(self.cluster), uid)
+            view = orjson.loads(raw) if raw else None
+            if view is None or (view["namespace"], view["name"]) != (namespace, name):
+                return None
+        uids = store.pods_by(self.client, self.cluster, "ns", namespace)
+        candidates = []
+        for start in range(0, len(uids), 1000):
+            for raw in self.client.hmget(store.pods_key(self.cluster), uids[start : start + 1000]):
+                if raw is not None:
+                    view = orjson.loads(raw)
+                    if view["name"] == name:
+                        candidates.append(view)
+        chosen = pick(candidates, uid)
+        return None if chosen is None else with_others(chosen, candidates)
+
+    def rows(self) -> Iterator[PodRow]:
+        for _, raw in self.client.hscan_iter(store.pods_key(self.cluster), count=2000):
+            yield row_from_view(orjson.loads(raw))
+
+    def digest(self, kind: str, make: Callable[[LiveSource], dict[str, Any]]) -> dict[str, Any]:
+        """An aggregate over every pod, reused for DIGEST_TTL seconds: one pass over
+        150,000 stored views costs about a second, a page refresh should not."""
+        key = (settings.REDIS_URL, self.cluster, kind)
+        with _digest_lock:
+            hit = _digests.get(key)
+            if hit is not None and time.monotonic() - hit[0] < DIGEST_TTL:
+                return hit[1]
+        value = make(self)
+        with _digest_lock:
+            _digests[key] = (time.monotonic(), value)
+        return value
+
+
+_digests: dict[tuple[str, str, str], tuple[float, dict[str, Any]]] = {}
+_digest_lock = threading.Lock()
+
+
+class ReplaySource:
+    """A trace folded to ``at``. Use as a context manager: the folded timeline is shared
+    by every request on this trace and held for this one until the block ends."""
+
+    def __init__(self, state: ReplayState, at: float | None, stuck_after: float) -> None:
+        self.state = state
+        self.at = state.end if at is None else at
+        self.stuck_after = stuck_after
+        self._seek = state.seek(self.at)
+        self.timeline: Timeline
+
+    def __enter__(self) -> ReplaySource:
+        self.timeline = self._seek.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._seek.__exit__(*exc_info)
+
+    @property
+    def evaluated_at(self) -> str:
+        return format_time(self.at)
+
+    def view(self, pod: Any) -> dict[str, Any]:
+        view = pod_view(self.timeline, pod, self.at, self.stuck_after)
+        view["deleted_blind"] = None  # a trace records no relists
+        return view
+
+    def pod(self, namespace: str, name: str, uid: str | None) -> dict[str, Any] | None:
+        candidates = [
+            self.view(p)
+            for p in self.timeline.pods.values()
+            if p.namespace == namespace and p.name == name and not p.uid.startswith("name:")
+        ]
+        chosen = pick(candidates, uid)
+        return None if chosen is None else with_others(chosen, candidates)
+
+    def rows(self) -> Iterator[PodRow]:
+        for pod in self.timeline.pods.values():
+            if not pod.uid.startswith("name:"):
+                yield row_from_pod(self.timeline, pod, self.at, self.stuck_after)
+
+    def nodes(self) -> dict[str, dict[str, Any]]:
+        return {
+            name: {
+                "exists": node.exists,
+                "ready": node.ready,
+                "deleted": format_time(node.deleted) if node.deleted else None,
+                "unschedulable": node.unschedulable,
+                "taints": node.taints,
+                "down": [
+                    [format_time(a), format_time(b) if b is not None else None, why]
+                    for a, b, why in node.down
+                ],
+            }
+            for name, node in self.timeline.nodes.items()
+        }
+
+    def summary(self) -> dict[str, Any]:
+        head, _, _ = outline(self.timeline, self.at, self.stuck_after)
+        return {
+            "cluster": head["cluster"],
+            "evaluated_at": head["evaluated_at"],
+            "stuck_after": head["stuck_after"],
+            "summary": head["summary"],
+        }
+
+    def pods(self, filters: dict[str, str], offset: int, limit: int) -> dict[str, Any]:
+        """The board's pod list at this time: filtered, worst first, one page of it."""
+        wanted = [p for p in self.rows() if matches(p, filters)]
+        wanted.sort(key=_row_sort_key)
+        page = wanted[offset : offset + limit]
+        by_uid = self.timeline.pods
+        views = [self.view(by_uid[row.uid]) for row in page if row.uid in by_uid]
+        views.sort(key=sort_key)
+        end = offset + len(page)
+        return {
+            "evaluated_at": self.evaluated_at,
+            "total": len(wanted),
+            "pods": views,
+            "next": str(end) if end < len(wanted) else None,
+        }
+
+
+def _row_sort_key(row: PodRow) -> tuple[Any, ...]:
+    return (-v.severity(row.verdict), row.created or "9999", row.namespace, row.name)
+
+
+def matches(row: PodRow, filters: dict[str, str]) -> bool:
+    """The board's filters: verdict, namespace, node, binding (comma lists) and free text."""
+    for key, value in (
+        ("verdict", row.verdict),
+        ("namespace", row.namespace),
+        ("node", row.node or ""),
+        ("binding", row.binding or ""),
+    ):
+        allowed = filters.get(key)
+        if allowed and value not in allowed.split(","):
+            return False
+    text = (filters.get("q") or "").strip().lower()
+    if text:
+        haystack = " ".join(
+            x or "" for x in (row.namespace, row.name, row.node, row.reason, row.verdict)
+        )
+        return text in haystack.lower()
+    return True

@@ -1,0 +1,144 @@
+"""The traces the replay page can open: server-side files from one configured folder,
+and uploads (size-limited, kept under their content hash). Never an arbitrary path: an id
+names a file only after it was found in one of the two folders' listings."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+
+from handoff.replaystate import EmptyTrace, ReplayState
+
+FILE_PREFIX = "f-"
+UPLOAD_PREFIX = "u-"
+# A listed file's name: no separators, no leading dot, nothing a shell or URL could bend.
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".gz", ".trace")
+UPLOAD_SUFFIX = ".trace"
+
+
+class TraceRejected(ValueError):
+    """An upload that is not a usable trace; the message says why."""
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    id: str
+    name: str
+    path: Path
+    size: int
+    uploaded: bool
+
+
+def _listing(folder: str | os.PathLike[str], prefix: str, uploaded: bool) -> list[TraceFile]:
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    found = []
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if not SAFE_NAME.match(entry.name) or not entry.is_file(follow_symlinks=False):
+            continue
+        if uploaded != entry.name.endswith(UPLOAD_SUFFIX) or not entry.name.endswith(
+            TRACE_SUFFIXES
+        ):
+            continue
+        trace_id = prefix + (entry.name.removesuffix(UPLOAD_SUFFIX) if uploaded else entry.name)
+        found.append(
+            TraceFile(trace_id, entry.name, Path(entry.path), entry.stat().st_size, uploaded)
+        )
+    return found
+
+
+def server_traces() -> list[TraceFile]:
+    return _listing(settings.HANDOFF_REPLAY_DIR, FILE_PREFIX, uploaded=False)
+
+
+def uploaded_traces() -> list[TraceFile]:
+    return _listing(settings.HANDOFF_REPLAY_UPLOAD_DIR, UPLOAD_PREFIX, uploaded=True)
+
+
+def find(trace_id: str) -> TraceFile | None:
+    """The listed trace with this id; None for anything else."""
+    if trace_id.startswith(FILE_PREFIX):
+        listing = server_traces()
+    elif trace_id.startswith(UPLOAD_PREFIX):
+        listing = uploaded_traces()
+    else:
+        return None
+    return next((t for t in listing if t.id == trace_id), None)
+
+
+def save_upload(upload: UploadedFile) -> TraceFile:
+    """Store an uploaded trace under its content hash once it proved readable."""
+    limit = settings.HANDOFF_REPLAY_MAX_UPLOAD_BYTES
+    if upload.size is not None and upload.size > limit:
+        raise TraceRejected(f"the trace is larger than the {limit} byte limit")
+    folder = Path(settings.HANDOFF_REPLAY_UPLOAD_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=".upload-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in upload.chunks():
+                digest.update(chunk)
+                out.write(chunk)
+        try:
+            state = ReplayState.from_file(temp)
+        except EmptyTrace as exc:
+            raise TraceRejected(f"not a Handoff trace: {exc}") from exc
+        except (OSError, EOFError) as exc:
+            raise TraceRejected(f"the file could not be read: {exc}") from exc
+        trace_id = UPLOAD_PREFIX + digest.hexdigest()[:24]
+        name = trace_id.removeprefix(UPLOAD_PREFIX) + UPLOAD_SUFFIX
+        final = folder / name
+        os.replace(temp, final)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+    trace = TraceFile(trace_id, name, final, final.stat().st_size, True)
+    _remember(trace, state)
+    return trace
+
+
+# Folded traces kept in this process, least recently used dropped first.
+_loaded: OrderedDict[tuple[str, float], ReplayState] = OrderedDict()
+_loaded_lock = threading.Lock()
+_loading: dict[tuple[str, float], threading.Lock] = {}
+
+
+def _key(trace: TraceFile) -> tuple[str, float]:
+    return (str(trace.path), trace.path.stat().st_mtime)
+
+
+def _remember(trace: TraceFile, state: ReplayState) -> None:
+    with _loaded_lock:
+        _loaded[_key(trace)] = state
+        while len(_loaded) > settings.HANDOFF_REPLAY_CACHE:
+            _loaded.popitem(last=False)
+
+
+def load(trace: TraceFile) -> ReplayState:
+    """The trace folded (with its checkpoints); folded once per process while cached."""
+    key = _key(trace)
+    with _loaded_lock:
+        state = _loaded.get(key)
+        if state is not None:
+            _loaded.move_to_end(key)
+            return state
+        gate = _loading.setdefault(key, threading.Lock())
+    with gate:  # two requests for one new trace fold it once
+        with _loaded_lock:
+            state = _loaded.get(key)
+        if state is None:
+            state = ReplayState.from_file(trace.path)
+            _remember(trace, state)
+    return state

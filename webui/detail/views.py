@@ -1,0 +1,356 @@
+"""Pages and JSON endpoints of the detail area. Views only coordinate: the data comes
+from ``sources``, the aggregates from ``fleet`` and ``nodes``, traces from ``traces``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_http_methods, require_safe
+
+from handoff.trace import format_time, parse_time
+from webui.demo import is_demo_user
+from webui.detail import traces
+from webui.detail.fleet import SWIMLANE_LIMIT, fleet_digest
+from webui.detail.nodes import nodes_digest
+from webui.detail.sources import LiveSource, ReplaySource
+from webui.detail.traces import TraceFile, TraceRejected
+
+PAGE_LIMIT_MAX = 500
+FILTERS = ("verdict", "namespace", "node", "binding", "q")
+
+
+class BadRequest(ValueError):
+    """A query parameter the API cannot use; the message goes back to the caller."""
+
+
+def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
+    """A JSON endpoint: 401 JSON for anonymous callers (not the sign-in redirect pages
+    get), 400 JSON for bad parameters, 404 JSON when the thing is unknown."""
+
+    @login_not_required
+    @never_cache
+    @require_safe
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+        if not request.user.is_authenticated:
+            return JsonResponse({"error": "authentication required"}, status=401)
+        try:
+            return JsonResponse(view(request, *args, **kwargs))
+        except BadRequest as exc:
+            return JsonResponse({"error": str(exc)}, status=400)
+        except Http404 as exc:
+            return JsonResponse({"error": str(exc) or "not found"}, status=404)
+
+    return wrapper
+
+
+def _at(request: HttpRequest) -> float | None:
+    raw = request.GET.get("at", "").strip()
+    if not raw:
+        return None
+    try:
+        return parse_time(raw.replace(" ", "+"))  # an unescaped '+' in a URL reads as a space
+    except ValueError as exc:
+        raise BadRequest(f"'at' is not an RFC 3339 time: {raw[:40]!r}") from exc
+
+
+def _live(cluster: str) -> LiveSource:
+    source = LiveSource(cluster)
+    if not source.exists():
+        raise Http404(f"unknown cluster {cluster!r}")
+    return source
+
+
+def _trace(trace_id: str) -> TraceFile:
+    trace = traces.find(trace_id)
+    if trace is None:
+        raise Http404(f"unknown trace {trace_id!r}")
+    return trace
+
+
+def _replay(trace_id: str, request: HttpRequest) -> ReplaySource:
+    state = traces.load(_trace(trace_id))
+    return ReplaySource(state, _at(request), _stuck_after())
+
+
+def _stuck_after() -> float:
+    return float(settings.HANDOFF_STUCK_AFTER)
+
+
+def _limit(request: HttpRequest, default: int, most: int) -> int:
+    raw = request.GET.get("limit", "")
+    try:
+        value = int(raw) if raw else default
+    except ValueError as exc:
+        raise BadRequest("'limit' must be a whole number") from exc
+    return max(0, min(value, most))
+
+
+# ------------------------------------------------------------------ live API
+
+
+@api
+def api_pod(request: HttpRequest, cluster: str, namespace: str, name: str) -> dict[str, Any]:
+    view = _live(cluster).pod(namespace, name, request.GET.get("uid") or None)
+    if view is None:
+        raise Http404(f"no pod {namespace}/{name} in cluster {cluster!r}")
+    return view
+
+
+@api
+def api_nodes(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    def make(source: LiveSource) -> dict[str, Any]:
+        fold = source.fold()
+        return nodes_digest(source.rows(), fold["nodes"], fold["evaluated_at"])
+
+    return _live(cluster).digest("nodes", make)
+
+
+@api
+def api_fleet(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    limit = _limit(request, SWIMLANE_LIMIT, 2 * SWIMLANE_LIMIT)
+
+    def make(source: LiveSource) -> dict[str, Any]:
+        return fleet_digest(source.rows(), source.fold()["evaluated_at"], limit)
+
+    return _live(cluster).digest(f"fleet:{limit}", make)
+
+
+# ---------------------------------------------------------------- replay API
+
+
+def _trace_meta(trace: TraceFile) -> dict[str, Any]:
+    state = traces.load(trace)
+    return {
+        "id": trace.id,
+        "name": trace.name if not trace.uploaded else "uploaded trace",
+        "cluster": state.cluster,
+        "start": format_time(state.start),
+        "end": format_time(state.end),
+        "events": len(state.events),
+        "errors": [{"line": e.line, "message": e.message} for e in state.errors[:20]],
+        "error_count": len(state.errors),
+    }
+
+
+@api
+def api_replay(request: HttpRequest, trace_id: str) -> dict[str, Any]:
+    return _trace_meta(_trace(trace_id))
+
+
+@api
+def api_replay_summary(request: HttpRequest, trace_id: str) -> dict[str, Any]:
+    with _replay(trace_id, request) as source:
+        return source.summary()
+
+
+@api
+def api_replay_pods(request: HttpRequest, trace_id: str) -> dict[str, Any]:
+    filters = {key: request.GET.get(key, "") for key in FILTERS}
+    raw = request.GET.get("cursor", "") or "0"
+    if not raw.isdigit():
+        raise BadRequest("'cursor' must be the 'next' value of an earlier answer")
+    limit = _limit(request, 100, PAGE_LIMIT_MAX)
+    with _replay(trace_id, request) as source:
+        return source.pods(filters, int(raw), limit)
+
+
+@api
+def api_replay_pod(request: HttpRequest, trace_id: str, namespace: str, name: str) -> dict:
+    with _replay(trace_id, request) as source:
+        view = source.pod(namespace, name, request.GET.get("uid") or None)
+    if view is None:
+        raise Http404(f"no pod {namespace}/{name} in the trace at that time")
+    return view
+
+
+@api
+def api_replay_nodes(request: HttpRequest, trace_id: str) -> dict[str, Any]:
+    with _replay(trace_id, request) as source:
+        return nodes_digest(source.rows(), source.nodes(), source.evaluated_at)
+
+
+@api
+def api_replay_fleet(request: HttpRequest, trace_id: str) -> dict[str, Any]:
+    limit = _limit(request, SWIMLANE_LIMIT, 2 * SWIMLANE_LIMIT)
+    with _replay(trace_id, request) as source:
+        return fleet_digest(source.rows(), source.evaluated_at, limit)
+
+
+# --------------------------------------------------------------------- pages
+
+
+def _query(request: HttpRequest, *keys: str) -> str:
+    kept = {k: request.GET[k] for k in keys if request.GET.get(k)}
+    return ("?" + urlencode(kept)) if kept else ""
+
+
+@require_safe
+def pod_page(request: HttpRequest, cluster: str, namespace: str, name: str) -> HttpResponse:
+    api_url = reverse("detail:api-pod", args=[cluster, namespace, name])
+    return render(
+        request,
+        "webui/pod.html",
+        {
+            "cluster": cluster,
+            "namespace": namespace,
+            "name": name,
+            "api_url": api_url + _query(request, "uid"),
+            "pod_base": reverse("detail:pod", args=[cluster, "NS", "NAME"]),
+            "board_url": _board_url(cluster),
+            "fleet_url": reverse("detail:fleet", args=[cluster]),
+            "nodes_url": reverse("detail:nodes", args=[cluster]),
+        },
+    )
+
+
+def _board_url(cluster: str) -> str:
+    # The board engineer's route when it exists; the cluster list otherwise.
+    try:
+        return reverse("board", args=[cluster])
+    except NoReverseMatch:
+        return reverse("home")
+
+
+@require_safe
+def fleet_page(request: HttpRequest, cluster: str) -> HttpResponse:
+    return render(
+        request,
+        "webui/fleet.html",
+        {
+            "cluster": cluster,
+            "api_url": reverse("detail:api-fleet", args=[cluster]),
+            "pod_base": reverse("detail:pod", args=[cluster, "NS", "NAME"]),
+            "board_url": _board_url(cluster),
+            "nodes_url": reverse("detail:nodes", args=[cluster]),
+            "fleet_url": reverse("detail:fleet", args=[cluster]),
+        },
+    )
+
+
+@require_safe
+def nodes_page(request: HttpRequest, cluster: str) -> HttpResponse:
+    return render(
+        request,
+        "webui/nodes.html",
+        {
+            "cluster": cluster,
+            "api_url": reverse("detail:api-nodes", args=[cluster]),
+            "pod_base": reverse("detail:pod", args=[cluster, "NS", "NAME"]),
+            "board_url": _board_url(cluster),
+            "nodes_url": reverse("detail:nodes", args=[cluster]),
+            "fleet_url": reverse("detail:fleet", args=[cluster]),
+        },
+    )
+
+
+@csrf_exempt  # checked below, once the size is known to be acceptable
+@require_http_methods(["GET", "HEAD", "POST"])
+def replay_index(request: HttpRequest) -> HttpResponse:
+    """Choose a trace: the configured folder's files, earlier uploads, or a new upload."""
+    if request.method == "POST":
+        return _upload(request)
+    return _replay_index(request)
+
+
+def _replay_index(request: HttpRequest, error: str = "", status: int = 200) -> HttpResponse:
+    context = {
+        "server_traces": traces.server_traces(),
+        "uploaded_traces": traces.uploaded_traces(),
+        "max_upload_mb": settings.HANDOFF_REPLAY_MAX_UPLOAD_BYTES // (1024 * 1024),
+        "max_upload_bytes": settings.HANDOFF_REPLAY_MAX_UPLOAD_BYTES,
+        "can_upload": not is_demo_user(request.user),
+        "error": error,
+    }
+    return render(request, "webui/replay_index.html", context, status=status)
+
+
+def _upload(request: HttpRequest) -> HttpResponse:
+    limit = settings.HANDOFF_REPLAY_MAX_UPLOAD_BYTES
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    # Refuse before Django parses (and spools) the body; a form's own fields add little.
+    if length > limit + 64 * 1024:
+        mb = limit // (1024 * 1024)
+        return _replay_index(request, f"The trace is larger than the {mb} MB limit.", 413)
+    return csrf_protect(_store_upload)(request)
+
+
+def _store_upload(request: HttpRequest) -> HttpResponse:
+    upload = request.FILES.get("trace")
+    if upload is None:
+        return _replay_index(request, "Choose a trace file to upload.", 400)
+    try:
+        trace = traces.save_upload(upload)
+    except TraceRejected as exc:
+        status = 413 if "limit" in str(exc) else 400
+        return _replay_index(request, str(exc), status)
+    return redirect("detail:replay", trace.id)
+
+
+def _replay_context(request: HttpRequest, trace_id: str) -> dict[str, Any]:
+    trace = _trace(trace_id)
+    meta = _trace_meta(trace)
+    return {
+        "trace": meta,
+        "trace_id": trace_id,
+        "at": request.GET.get("at") or meta["end"],
+        "replay_url": reverse("detail:replay", args=[trace_id]),
+        "meta_url": reverse("detail:api-replay", args=[trace_id]),
+        "summary_url": reverse("detail:api-replay-summary", args=[trace_id]),
+        "pods_url": reverse("detail:api-replay-pods", args=[trace_id]),
+        "pod_base": reverse("detail:replay-pod", args=[trace_id, "NS", "NAME"]),
+        "fleet_url": reverse("detail:replay-fleet", args=[trace_id]),
+        "nodes_url": reverse("detail:replay-nodes", args=[trace_id]),
+        "board_url": reverse("detail:replay", args=[trace_id]),
+    }
+
+
+@require_safe
+def replay_board(request: HttpRequest, trace_id: str) -> HttpResponse:
+    return render(request, "webui/replay_board.html", _replay_context(request, trace_id))
+
+
+@require_safe
+def replay_pod(request: HttpRequest, trace_id: str, namespace: str, name: str) -> HttpResponse:
+    context = _replay_context(request, trace_id)
+    api_url = reverse("detail:api-replay-pod", args=[trace_id, namespace, name])
+    context.update(
+        namespace=namespace,
+        name=name,
+        cluster=context["trace"]["cluster"] or "replay",
+        api_url=api_url + _query(request, "uid"),
+    )
+    return render(request, "webui/pod.html", context)
+
+
+@require_safe
+def replay_fleet(request: HttpRequest, trace_id: str) -> HttpResponse:
+    context = _replay_context(request, trace_id)
+    context.update(
+        cluster=context["trace"]["cluster"] or "replay",
+        api_url=reverse("detail:api-replay-fleet", args=[trace_id]),
+    )
+    return render(request, "webui/fleet.html", context)
+
+
+@require_safe
+def replay_nodes(request: HttpRequest, trace_id: str) -> HttpResponse:
+    context = _replay_context(request, trace_id)
+    context.update(
+        cluster=context["trace"]["cluster"] or "replay",
+        api_url=reverse("detail:api-replay-nodes", args=[trace_id]),
+    )
+    return render(request, "webui/nodes.html", context)

@@ -1,0 +1,147 @@
+// The fleet page: duration distributions with percentile and SLO lines, per-node heatmaps,
+// and a WebGL swimlane of up to 10,000 pods. Every aggregate is computed by the server.
+(function () {
+  "use strict";
+  var H = window.HandoffDetail;
+  var root = document.getElementById("fleet-root");
+  if (!root || !H) return;
+  var LABELS = {
+    create_to_bind: "create → bind (scheduler)",
+    bind_to_ack: "bind → kubelet ack (the handoff)",
+    ack_to_running: "kubelet ack → running",
+    create_to_running: "create → running (pod startup)",
+  };
+
+  function percentiles(data) {
+    var body = root.querySelector('[data-testid="percentiles"] tbody');
+    body.textContent = "";
+    Object.keys(data.durations).forEach(function (name) {
+      var d = data.durations[name];
+      var tr = H.row([LABELS[name] || name, d.count, H.seconds(d.p50), H.seconds(d.p90), H.seconds(d.p99), H.seconds(d.max)]);
+      if (name === "create_to_running" && d.p99 !== null && d.p99 > data.slo_seconds) tr.className = "warning";
+      body.appendChild(tr);
+    });
+  }
+
+  function vline(x, colour, label, dash) {
+    return {
+      shape: { type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, line: { color: colour, width: 1.5, dash: dash || "dot" } },
+      note: { x: Math.log10(x), xref: "x", yref: "paper", y: 1.02, text: H.esc(label), showarrow: false, font: { size: 10, color: colour }, yanchor: "bottom" },
+    };
+  }
+
+  function distributions(data) {
+    var box = root.querySelector("[data-distributions]");
+    box.textContent = "";
+    Object.keys(data.durations).forEach(function (name) {
+      var d = data.durations[name];
+      var div = H.el("div", null, "chart");
+      div.dataset.duration = name;
+      box.appendChild(div);
+      if (!d.count) { div.appendChild(H.el("p", (LABELS[name] || name) + ": no pod has both milestones yet.", "muted")); return; }
+      var edges = d.histogram.edges, centres = [], widths = [];
+      for (var i = 0; i < d.histogram.counts.length; i++) { centres.push(Math.sqrt(edges[i] * edges[i + 1])); widths.push(edges[i + 1] - edges[i]); }
+      var traces = [
+        { type: "bar", name: "pods", x: centres, y: d.histogram.counts, width: widths, marker: { color: "#64b5f6" },
+          hovertemplate: "%{x:.3g} s: %{y} pods<extra></extra>" },
+        { type: "scatter", mode: "lines", name: "ECDF", x: d.ecdf.x, y: d.ecdf.y, yaxis: "y2", line: { color: "#1e88e5", shape: "hv" },
+          hovertemplate: "%{y:.1%} ≤ %{x:.3g} s<extra></extra>" },
+      ];
+      var marks = [vline(d.p50, "#2ca02c", "p50"), vline(d.p90, "#f0a30a", "p90"), vline(d.p99, "#d62728", "p99")];
+      if (name === "create_to_running") marks.push(vline(data.slo_seconds, "#8c1c8c", "5 s SLO", "dash"));
+      var layout = H.plotLayout({
+        title: { text: H.esc(LABELS[name] || name), font: { size: 13 } }, height: 260, showlegend: false, bargap: 0,
+        xaxis: { type: "log", title: { text: "seconds" } },
+        yaxis: { title: { text: "pods" } },
+        yaxis2: { overlaying: "y", side: "right", range: [0, 1], tickformat: ".0%", showgrid: false },
+        shapes: marks.map(function (m) { return m.shape; }),
+        annotations: marks.map(function (m) { return m.note; }),
+        margin: { l: 50, r: 45, t: 40, b: 40 },
+      });
+      window.Plotly.react(div, traces, layout, H.plotConfig);
+    });
+  }
+
+  function heatmaps(data) {
+    var h = data.heatmap;
+    var names = h.nodes.map(H.esc);
+    var failText = h.nodes.map(function (node, i) {
+      return h.failures.map(function (f, j) { return H.esc(node) + "<br>" + H.esc(f) + ": " + h.counts[i][j] + " of " + h.pods[i] + " pods"; });
+    });
+    window.Plotly.react("fleet-heat-failures", [{
+      type: "heatmap", x: h.failures, y: names, z: h.counts, text: failText, hoverinfo: "text",
+      colorscale: [[0, "rgba(214,39,40,0.04)"], [1, H.verdicts.stuck.colour]], xgap: 1, ygap: 1,
+    }], H.plotLayout({ title: { text: "handoff failures by node", font: { size: 13 } }, height: Math.max(260, 22 * h.nodes.length + 120),
+      yaxis: { automargin: true, autorange: "reversed", type: "category" }, xaxis: { type: "category", side: "top" }, margin: { l: 120, r: 20, t: 80, b: 20 } }), H.plotConfig);
+    var latText = h.nodes.map(function (node, i) {
+      return h.latency.map(function (name, j) { return H.esc(node) + "<br>" + H.esc(name) + " p90: " + H.esc(H.seconds(h.p90[i][j])); });
+    });
+    window.Plotly.react("fleet-heat-latency", [{
+      type: "heatmap", x: h.latency, y: names, z: h.p90, text: latText, hoverinfo: "text", colorscale: "YlOrRd", xgap: 1, ygap: 1,
+      colorbar: { title: { text: "p90 s" } },
+    }], H.plotLayout({ title: { text: "p90 latency by node", font: { size: 13 } }, height: Math.max(260, 22 * h.nodes.length + 120),
+      yaxis: { automargin: true, autorange: "reversed", type: "category" }, xaxis: { type: "category", side: "top" }, margin: { l: 120, r: 20, t: 80, b: 20 } }), H.plotConfig);
+  }
+
+  function swimlane(data) {
+    var s = data.swimlane, lanes = s.lanes, base = s.base_ms;
+    var note = root.querySelector("[data-swim-note]");
+    note.textContent = lanes.length + " pods, most recently created" + (s.left_out ? " (" + s.left_out + " older pods not drawn)" : "") + " · WebGL";
+    var width = Math.max(1, Math.min(8, 500 / Math.max(1, lanes.length)));
+    var laneText = lanes.map(function (l) { return H.esc(l[0] + "/" + l[1]); });
+    var traces = [];
+    var ends = {};
+    H.meta.stages.forEach(function (stage) {
+      var bars = s.bars[stage.name];
+      if (!bars) return;
+      var x = [], y = [], text = [];
+      bars.forEach(function (b) {
+        var t = laneText[b[0]] + "<br>" + H.esc(stage.label) + ": " + H.esc(H.seconds((b[2] - b[1]) / 1000));
+        x.push(base + b[1], base + b[2], null); y.push(b[0], b[0], null); text.push(t, t, "");
+        ends[b[0]] = Math.max(ends[b[0]] || 0, b[2]);
+      });
+      traces.push({ type: "scattergl", mode: "lines", name: stage.label, x: x, y: y, text: text, hoverinfo: "text",
+        line: { color: stage.colour, width: width }, connectgaps: false });
+    });
+    var byVerdict = {};
+    lanes.forEach(function (l, i) {
+      if (ends[i] === undefined) return;
+      (byVerdict[l[3]] = byVerdict[l[3]] || []).push(i);
+    });
+    Object.keys(byVerdict).forEach(function (verdict) {
+      var idx = byVerdict[verdict];
+      traces.push({ type: "scattergl", mode: "markers", name: verdict, x: idx.map(function (i) { return base + ends[i]; }), y: idx,
+        customdata: idx, text: idx.map(function (i) { return laneText[i] + "<br>" + H.esc(verdict); }), hoverinfo: "text",
+        marker: { color: H.verdicts[verdict] ? H.verdicts[verdict].colour : "#999", size: Math.max(3, width + 2) } });
+    });
+    var yaxis = { title: { text: "pods" }, autorange: "reversed", showticklabels: lanes.length <= 40, zeroline: false };
+    if (lanes.length <= 40) { yaxis.tickvals = lanes.map(function (_, i) { return i; }); yaxis.ticktext = laneText; yaxis.automargin = true; }
+    var div = document.getElementById("fleet-swimlane");
+    window.Plotly.react(div, traces, H.plotLayout({ height: 560, xaxis: { type: "date", title: { text: "time (UTC)" } }, yaxis: yaxis,
+      legend: { orientation: "h", y: -0.15 }, hovermode: "closest" }), H.plotConfig).then(function () {
+      div.dataset.lanes = String(lanes.length);
+      if (div.dataset.clicks) return;
+      div.dataset.clicks = "1";
+      div.on("plotly_click", function (event) {
+        var point = event.points && event.points[0];
+        if (!point || point.y === null || point.y === undefined) return;
+        var lane = lanes[Math.round(point.y)];
+        if (lane) window.location.href = H.podUrl(root.dataset.podBase, lane[0], lane[1], lane[2]);
+      });
+    });
+  }
+
+  function load() {
+    H.fetchJSON(root.dataset.api).then(function (data) {
+      H.status(root, data.pods + " pods as of " + (data.evaluated_at || "now"));
+      percentiles(data);
+      distributions(data);
+      heatmaps(data);
+      swimlane(data);
+      root.dataset.loaded = String(data.pods);
+    }).catch(function (err) { H.status(root, err.message, true); root.dataset.loaded = "error"; });
+  }
+
+  H.onTime(load);
+  load();
+})();
