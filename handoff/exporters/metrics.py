@@ -1,0 +1,219 @@
+"""``/metrics``: Prometheus text read from Redis, cheap with 150,000 pods stored.
+
+Pods per verdict are the sizes of the verdict indexes (one ZCARD each). The duration
+histograms are aggregated incrementally: every pod the fold worker writes is logged with
+the fold's cursor in ``idx:changed`` (and removals in ``removed``), so each scrape reads
+only the views written since the previous one, replaces their old contribution with the
+new one in ``handoff:{c}:metrics:counters`` and remembers each pod's contribution in
+``handoff:{c}:metrics:pods``. The first scrape (and one after the change log lost track:
+more removals than ``store.REMOVED_KEPT`` since, or a count that disagrees) reads every view
+once. One scraper updates a cluster at a time (a lock); another one meanwhile serves the
+counters as they are. Stream figures are /healthz's (``health.check_streams``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+import redis
+
+from handoff import health, store
+from handoff import verdicts as v
+from handoff.exporters.prometheus import (
+    Family,
+    contribution,
+    decode_contribution,
+    delta,
+    encode_contribution,
+    histogram_families,
+    render,
+)
+
+CHUNK = 2000
+LOCK_TTL_MS = 60_000
+
+
+def counters_key(cluster: str) -> str:
+    return store.k(cluster, "metrics", "counters")
+
+
+def contributions_key(cluster: str) -> str:
+    return store.k(cluster, "metrics", "pods")
+
+
+def mark_key(cluster: str) -> str:
+    """Hash: ``changed`` and ``removed`` (cursor ms the aggregation has read up to)."""
+    return store.k(cluster, "metrics", "mark")
+
+
+def lock_key(cluster: str) -> str:
+    return store.k(cluster, "metrics", "lock")
+
+
+def refresh(client: redis.Redis, cluster: str) -> bool:
+    """Bring the cluster's histogram counters up to date; False if another scraper is."""
+    token = f"{time.time()}"
+    if not client.set(lock_key(cluster), token, nx=True, px=LOCK_TTL_MS):
+        return False
+    try:
+        mark = {
+            key.decode(): float(value) for key, value in client.hgetall(mark_key(cluster)).items()
+        }
+        if not mark or _lost_track(client, cluster, mark):
+            _rebuild(client, cluster)
+        else:
+            _catch_up(client, cluster, mark)
+    finally:
+        client.delete(lock_key(cluster))
+    return True
+
+
+def _lost_track(client: redis.Redis, cluster: str, mark: dict[str, float]) -> bool:
+    oldest = client.zrange(store.removed_key(cluster), 0, 0, withscores=True)
+    full = client.zcard(store.removed_key(cluster)) >= store.REMOVED_KEPT
+    return bool(full and oldest and oldest[0][1] > mark.get("removed", 0.0))
+
+
+def _rebuild(client: redis.Redis, cluster: str) -> None:
+    """Every view once: HSCAN in chunks, counters summed in memory, written in one go."""
+    pipe = client.pipeline(transaction=False)
+    changed = client.zrange(store.changed_key(cluster), -1, -1, withscores=True)
+    removed = client.zrange(store.removed_key(cluster), -1, -1, withscores=True)
+    counters: dict[str, float] = {}
+    per_pod: dict[bytes, str] = {}
+    pipe.delete(counters_key(cluster), contributions_key(cluster))
+    for uid, raw in client.hscan_iter(store.pods_key(cluster), count=CHUNK):
+        counts = contribution(orjson.loads(raw))
+        for key, value in counts.items():
+            counters[key] = counters.get(key, 0.0) + value
+        per_pod[uid] = encode_contribution(counts)
+        if len(per_pod) >= CHUNK:
+            pipe.hset(contributions_key(cluster), mapping=per_pod)
+            per_pod = {}
+    if per_pod:
+        pipe.hset(contributions_key(cluster), mapping=per_pod)
+    if counters:
+        pipe.hset(counters_key(cluster), mapping={k: repr(x) for k, x in counters.items()})
+    pipe.hset(
+        mark_key(cluster),
+        mapping={
+            "changed": changed[0][1] if changed else 0.0,
+            "removed": removed[0][1] if removed else 0.0,
+        },
+    )
+    pipe.execute()
+
+
+def _catch_up(client: redis.Redis, cluster: str, mark: dict[str, float]) -> None:
+    changed = client.zrangebyscore(
+        store.changed_key(cluster), mark.get("changed", 0.0), "+inf", withscores=True
+    )
+    removed = client.zrangebyscore(
+        store.removed_key(cluster), mark.get("removed", 0.0), "+inf", withscores=True
+    )
+    new_mark = {
+        "changed": max([mark.get("changed", 0.0), *(score for _, score in changed)]),
+        "removed": max([mark.get("removed", 0.0), *(score for _, score in removed)]),
+    }
+    uids = [uid for uid, _ in changed]
+    gone = [uid for uid, _ in removed]
+    for start in range(0, max(len(uids), len(gone)), CHUNK):
+        _apply(client, cluster, uids[start : start + CHUNK], gone[start : start + CHUNK])
+    client.hset(mark_key(cluster), mapping=new_mark)
+
+
+def _apply(client: redis.Redis, cluster: str, uids: list[bytes], gone: list[bytes]) -> None:
+    everyone = uids + gone
+    if not everyone:
+        return
+    pipe = client.pipeline(transaction=False)
+    pipe.hmget(contributions_key(cluster), everyone)
+    pipe.hmget(store.pods_key(cluster), everyone)
+    previous, views = pipe.execute()
+    totals: dict[str, float] = {}
+    kept: dict[bytes, str] = {}
+    dropped: list[bytes] = []
+    for uid, old_text, raw in zip(everyone, previous, views, strict=True):
+        old = decode_contribution(old_text.decode()) if old_text else {}
+        new = contribution(orjson.loads(raw)) if raw else {}
+        for key, value in delta(old, new).items():
+            totals[key] = totals.get(key, 0.0) + value
+        if raw:
+            kept[uid] = encode_contribution(new)
+        else:
+            dropped.append(uid)
+    for key, value in totals.items():
+        pipe.hincrbyfloat(counters_key(cluster), key, value)
+    if kept:
+        pipe.hset(contributions_key(cluster), mapping=kept)
+    if dropped:
+        pipe.hdel(contributions_key(cluster), *dropped)
+    pipe.execute()
+
+
+def counters(client: redis.Redis, cluster: str) -> dict[str, float]:
+    return {
+        key.decode(): round(float(value), 6)
+        for key, value in client.hgetall(counters_key(cluster)).items()
+    }
+
+
+def metrics_text(client: redis.Redis, now: float | None = None) -> str:
+    """The whole exposition: every registered cluster."""
+    now = time.time() if now is None else now
+    pods = Family("handoff_pods", "gauge", "Pods stored, by verdict.")
+    lag = Family(
+        "handoff_stream_lag_seconds", "gauge", "Seconds since a watch stream's last event."
+    )
+    behind = Family(
+        "handoff_stream_behind_seconds",
+        "gauge",
+        "How far the fold worker is behind the newest event of the stream (ingestion lag).",
+    )
+    rate = Family(
+        "handoff_stream_events_per_second",
+        "gauge",
+        "Events per second over the stream holder's current window.",
+    )
+    events = Family("handoff_stream_events_total", "counter", "Events a stream has delivered.")
+    up = Family("handoff_stream_up", "gauge", "1 when a worker holds the stream's lease.")
+    histograms: list[Family] = []
+    streams = health.check_streams(client, now)
+    for name in store.clusters(client):
+        refresh(client, name)
+        _verdict_counts(client, name, pods)
+        per_ns, per_node = histogram_families(name, counters(client, name))
+        histograms += [per_ns, per_node]
+        for stream, state in sorted(streams.get(name, {}).items()):
+            labels = {"cluster": name, "stream": stream}
+            up.add(1.0 if state.get("held") else 0.0, **labels)
+            events.add(float(state.get("events") or 0), **labels)
+            if state.get("lag_s") is not None:
+                lag.add(state["lag_s"], **labels)
+            if state.get("behind_s") is not None:
+                behind.add(state["behind_s"], **labels)
+            if state.get("events_per_s") is not None:
+                rate.add(state["events_per_s"], **labels)
+    return render([pods, *_merge(histograms), lag, behind, rate, events, up])
+
+
+def _verdict_counts(client: redis.Redis, cluster: str, family: Family) -> None:
+    pipe = client.pipeline(transaction=False)
+    for verdict in v.VERDICT_NAMES:
+        pipe.zcard(store.index_key(cluster, "verdict", verdict))
+    for verdict, count in zip(v.VERDICT_NAMES, pipe.execute(), strict=True):
+        family.add(float(count), cluster=cluster, verdict=verdict)
+
+
+def _merge(families: list[Family]) -> list[Family]:
+    """One family per name, whatever the number of clusters (the format wants that)."""
+    merged: dict[str, Family] = {}
+    for family in families:
+        if family.name in merged:
+            merged[family.name].samples.extend(family.samples)
+        else:
+            merged[family.name] = Family(
+                family.name, family.kind, family.help, list(family.samples)
+            )
+    return list(merged.values())
