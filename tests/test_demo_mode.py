@@ -13,7 +13,7 @@ def test_it_redirects_anonymous_visitors_to_sign_in(client, settings):
     assert response["Location"].startswith("/accounts/login/?next=/")
 
 
-def test_it_shows_the_home_page_to_signed_in_users(client, settings):
+def test_it_shows_the_home_page_to_signed_in_users(client, settings, redis_client):
     settings.HANDOFF_DEMO = False
     client.force_login(User.objects.create_user("alice", password="x"))
     response = client.get("/")

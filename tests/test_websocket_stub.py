@@ -1,4 +1,5 @@
-"""/ws/clusters/<name>/: refuses anonymous users, validates the group, joins it."""
+"""/ws/clusters/<name>/: refuses anonymous users, validates the group, joins it.
+The hello/resume protocol is tested in tests/webui/test_consumer.py."""
 
 import pytest
 from channels.db import database_sync_to_async
@@ -53,6 +54,7 @@ async def test_it_forwards_group_messages_to_signed_in_users():
     comm = communicator("/ws/clusters/kind-dev.eu_1/", user)
     connected, _ = await comm.connect()
     assert connected
+    assert (await comm.receive_json_from(timeout=2))["type"] == "hello"
     await get_channel_layer().group_send(
         "cluster.kind-dev.eu_1", {"type": "cluster.update", "data": {"cursor": 1}}
     )

@@ -2,8 +2,12 @@
 
 from django.urls import path
 
-from webui import views
+from webui import api, board
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", board.home, name="home"),
+    path("clusters/<str:cluster>/", board.board, name="board"),
+    path("api/clusters", api.clusters, name="api-clusters"),
+    path("api/clusters/<str:cluster>/summary", api.summary, name="api-summary"),
+    path("api/clusters/<str:cluster>/pods", api.pods, name="api-pods"),
 ]

@@ -3,17 +3,11 @@ import time
 import redis
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
 from handoff import health
-
-
-def home(request: HttpRequest) -> HttpResponse:
-    # The cluster list arrives with the ingestion and dashboard issues.
-    return render(request, "webui/home.html", {"clusters": []})
 
 
 @login_not_required

@@ -39,6 +39,7 @@ async def test_a_browser_receives_the_pods_the_fold_changed(redis_client):
     comm.scope["user"] = user
     connected, _ = await comm.connect()
     assert connected
+    assert (await comm.receive_json_from(timeout=5))["type"] == "hello"  # then the pushes
     replay(redis_client, "live", TRACE)
 
     sent = await asyncio.to_thread(_fold_and_push, redis_client, "live")

@@ -1,0 +1,119 @@
+"""The board's JSON API through Django's test client, against the real test redis."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+
+from handoff import queries, store
+
+from .pods import make_views, template, triage_order, write
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def signed_in(client, settings):
+    settings.HANDOFF_DEMO = False
+    client.force_login(User.objects.create_user("alice"))
+    return client
+
+
+@pytest.fixture
+def cluster(redis_client):
+    store.register_cluster(redis_client, store.ClusterConfig(name="prod", kind="kubeconfig"))
+    views = make_views(template(redis_client), 300)
+    write(redis_client, "prod", views)
+    redis_client.hset(store.fold_key("prod"), mapping={"cursor": "1767225600000-3"})
+    return views
+
+
+@pytest.mark.parametrize(
+    "url", ["/api/clusters", "/api/clusters/prod/summary", "/api/clusters/prod/pods"]
+)
+def test_it_answers_anonymous_callers_with_401_json(client, settings, cluster, url):
+    settings.HANDOFF_DEMO = False
+    response = client.get(url)
+    assert response.status_code == 401
+    assert response.json() == {"error": "authentication required"}
+
+
+def test_it_serves_demo_visitors(client, settings, cluster):
+    settings.HANDOFF_DEMO = True
+    assert client.get("/api/clusters/prod/pods").status_code == 200
+
+
+@pytest.mark.parametrize("url", ["/api/clusters/nope/summary", "/api/clusters/nope/pods"])
+def test_it_answers_unknown_clusters_with_404_json(signed_in, redis_client, url):
+    response = signed_in.get(url)
+    assert response.status_code == 404
+    assert "nope" in response.json()["error"]
+
+
+def test_it_lists_clusters_with_counts_and_stream_health(signed_in, cluster):
+    body = signed_in.get("/api/clusters").json()
+    (row,) = body["clusters"]
+    assert row["name"] == "prod"
+    assert row["kind"] == "kubeconfig"
+    assert row["pods"] == 300
+    assert row["attention"] == sum(1 for x in cluster.values() if x["verdict"] in queries.ATTENTION)
+    assert row["health"] == "down"  # no watch holds a lease in this test
+    assert row["board"] == "/clusters/prod/"
+
+
+def test_it_summarises_a_cluster(signed_in, cluster):
+    body = signed_in.get("/api/clusters/prod/summary").json()
+    assert body["stream_cursor"] == "1767225600000-3"
+    summary = body["summary"]
+    assert summary["pods"] == 300
+    for name, count in summary["verdicts"].items():
+        assert count == sum(1 for x in cluster.values() if x["verdict"] == name)
+    assert summary["sampled"] == 300
+    assert set(summary["durations"]["create_to_running"]) == {"p50", "p90", "p99", "count"}
+    assert set(body["streams"]["streams"]) == {"pods", "nodes", "events", "fold"}
+
+
+def test_it_pages_pods_in_the_shape_of_the_triage_json(signed_in, cluster):
+    seen, url = [], "/api/clusters/prod/pods?attention=1&limit=40"
+    while url:
+        body = signed_in.get(url).json()
+        assert len(body["pods"]) <= 40
+        seen += body["pods"]
+        url = body["next"] and f"/api/clusters/prod/pods?attention=1&limit=40&cursor={body['next']}"
+    expected = [x for x in cluster.values() if x["verdict"] in queries.ATTENTION]
+    assert [p["uid"] for p in seen] == triage_order(expected)
+    assert seen[0] == cluster[seen[0]["uid"]]  # the stored view, exactly
+
+
+def test_it_filters_by_every_parameter(signed_in, cluster):
+    query = "verdict=stuck,rejected,running&namespace=ns-3&binding=scheduler&q=POD-00"
+    body = signed_in.get(f"/api/clusters/prod/pods?{query}&limit=500").json()
+    expected = [
+        x
+        for x in cluster.values()
+        if x["verdict"] in ("stuck", "rejected", "running")
+        and x["namespace"] == "ns-3"
+        and x["binding"] == "scheduler"
+    ]
+    assert [p["uid"] for p in body["pods"]] == triage_order(expected)
+    node = next(x["node"] for x in cluster.values() if x["node"])
+    body = signed_in.get(f"/api/clusters/prod/pods?verdict=all&node={node}&limit=500").json()
+    assert body["total"] == sum(1 for x in cluster.values() if x["node"] == node)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "verdict=bogus",
+        "binding=kubelet",
+        "limit=0",
+        "limit=501",
+        "limit=ten",
+        "cursor=not-a-cursor",
+        "attention=1&verdict=running",
+    ],
+)
+def test_it_refuses_bad_parameters_with_400_json(signed_in, cluster, query):
+    response = signed_in.get(f"/api/clusters/prod/pods?{query}")
+    assert response.status_code == 400
+    assert response.json()["error"]
