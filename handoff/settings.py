@@ -243,3 +243,7 @@ STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
     "webui.detail.plotlyjs.PlotlyFinder",
 ]
+
+# /metrics: when set, Prometheus authenticates with "Authorization: Bearer <token>" instead
+# of a signed-in session (docs/interop.md).
+HANDOFF_METRICS_TOKEN = os.getenv("HANDOFF_METRICS_TOKEN", "")
