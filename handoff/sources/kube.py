@@ -8,8 +8,10 @@ configuration; nothing here logs or stores them.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -34,7 +36,7 @@ def api_client(config: ClusterConfig) -> k8s.ApiClient:
     """A client for a configured cluster: a kubeconfig file and context, or in-cluster."""
     configuration = k8s.Configuration()
     if config.kind == "in-cluster":
-        k8s_config.load_incluster_config(client_configuration=configuration)
+        load_in_cluster(configuration)
     else:
         k8s_config.load_kube_config(
             config_file=config.kubeconfig or None,
@@ -42,7 +44,33 @@ def api_client(config: ClusterConfig) -> k8s.ApiClient:
             client_configuration=configuration,
             persist_config=False,
         )
+    return client_for(configuration)
+
+
+def client_for(configuration: k8s.Configuration) -> k8s.ApiClient:
+    """An ApiClient whose pool does not retry by itself: urllib3's default ``Retry(3)``
+    would sleep through 429s and hide failures; the watch loop retries, with jittered
+    back-off and the server's Retry-After, and counts the failures for /healthz."""
+    configuration.retries = False
     return k8s.ApiClient(configuration)
+
+
+# Where a pod's service account is mounted (the official client's defaults); the
+# environment can point elsewhere (tests, sidecars mounting it at another path).
+SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def load_in_cluster(configuration: k8s.Configuration) -> None:
+    """This pod's service account: ``KUBERNETES_SERVICE_HOST``/``PORT``, its token (reread
+    when it rotates) and CA. ``HANDOFF_SERVICE_ACCOUNT_DIR`` moves the mount."""
+    directory = Path(os.environ.get("HANDOFF_SERVICE_ACCOUNT_DIR") or SERVICE_ACCOUNT)
+    loader = k8s_config.incluster_config.InClusterConfigLoader(
+        token_filename=str(directory / "token"), cert_filename=str(directory / "ca.crt")
+    )
+    try:
+        loader.load_and_set(configuration)
+    except k8s_config.ConfigException as exc:
+        raise SourceError(f"in-cluster configuration: {exc}") from exc
 
 
 class KubeSource:
