@@ -40,6 +40,10 @@ def hostile_trace(target: Path) -> Path:
             extra["object"]["reason"] = "Hostile" + HOSTILE
             extra["object"]["message"] = HOSTILE
             extra["object"]["type"] = "Normal"
+            # Five seconds later, so its marker stands apart from the rejection's.
+            extra["observed"] = "2026-03-01T11:10:07.100000Z"
+            for key in ("firstTimestamp", "lastTimestamp"):
+                extra["object"][key] = "2026-03-01T11:10:07Z"
             out.append(orjson.dumps(extra))
     target.write_bytes(b"\n".join(out) + b"\n")
     return target
@@ -57,3 +61,32 @@ def fold_into_redis(client: redis.Redis, cluster: str, path: Path) -> Folder:
         pass
     folder.flush()
     return folder
+
+
+def many_pods_trace(target: Path, count: int) -> Path:
+    """``count`` copies of scheduled-running's pod (its nodes, each pod's four watch
+    updates), with their own names, uids and nodes, observed 10 ms apart."""
+    nodes, pod_lines = [], []
+    for raw in (TRACES / "scheduled-running.jsonl").read_bytes().splitlines():
+        record = orjson.loads(raw)
+        kind = (record.get("object") or {}).get("kind")
+        if kind == "Node":
+            nodes.append(raw)
+        elif kind == "Pod":
+            pod_lines.append(record)
+    template_uid = pod_lines[0]["object"]["metadata"]["uid"]
+    out = [b'{"handoff_trace":1,"cluster":"many","source":"scripted"}', *nodes]
+    for i in range(count):
+        for step, record in enumerate(pod_lines):
+            obj = orjson.loads(orjson.dumps(record["object"]))
+            meta = obj["metadata"]
+            meta["name"] = f"load-{i:05d}"
+            meta["namespace"] = f"team-{i % 7}"
+            meta["uid"] = template_uid[:-5] + f"{i:05d}"
+            if obj["spec"].get("nodeName"):
+                obj["spec"]["nodeName"] = ("worker-1", "worker-3")[i % 2]
+            second, micros = divmod(i * 10_000 + step * 1000, 1_000_000)
+            observed = f"2026-03-01T10:{1 + second // 60:02d}:{second % 60:02d}.{micros:06d}Z"
+            out.append(orjson.dumps({"observed": observed, "type": record["type"], "object": obj}))
+    target.write_bytes(b"\n".join(out) + b"\n")
+    return target
