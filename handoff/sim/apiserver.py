@@ -1,8 +1,9 @@
 """The simulated API server: object store, resourceVersions, deletion semantics, watch fan-out.
 
-Resources are "pods", "nodes" and "events" (events are stored once, in the group they were
-written through, and converted on the way out; see events.py). Writes take effect at once;
-latency belongs to the watchers, which schedule their own delivery.
+Resources are "pods", "nodes", "events", "deployments", "replicasets" and "jobs" (events are
+stored once, in the group they were written through, and converted on the way out; see
+events.py). Writes take effect at once; latency belongs to the watchers, which schedule
+their own delivery.
 """
 
 from __future__ import annotations
@@ -25,8 +26,22 @@ from handoff.sim.objects import (
 
 # The k8s name-generator alphabet: no vowels, no confusable digits.
 ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-NAMESPACED = {"pods": True, "events": True, "nodes": False}
-KINDS = {"pods": "Pod", "nodes": "Node", "events": "Event"}
+NAMESPACED = {
+    "pods": True,
+    "events": True,
+    "nodes": False,
+    "deployments": True,
+    "replicasets": True,
+    "jobs": True,
+}
+KINDS = {
+    "pods": "Pod",
+    "nodes": "Node",
+    "events": "Event",
+    "deployments": "Deployment",
+    "replicasets": "ReplicaSet",
+    "jobs": "Job",
+}
 
 
 class ApiError(Exception):

@@ -25,90 +25,20 @@ import orjson
 
 from handoff.sim.apiserver import ApiError, APIServer, expired
 from handoff.sim.cluster import Cluster
-from handoff.sim.events import EVENTS_GROUP, view
+from handoff.sim.discovery import KIND, RESOURCES, TABLE, discovery
+from handoff.sim.events import view
 from handoff.sim.faults import Fault, FaultInjector, FaultSpecError, parse_faults
-from handoff.sim.objects import Obj, parse_stamp
+from handoff.sim.objects import Obj
 from handoff.sim.patches import PatchError, UnsupportedPatch, apply_patch
 from handoff.sim.selectors import FieldSelector, LabelSelector
-
-VERSION = {
-    "major": "1",
-    "minor": "33",
-    "gitVersion": "v1.33.1-handoff-sim",
-    "gitCommit": "0000000000000000000000000000000000000000",
-    "gitTreeState": "clean",
-    "buildDate": "2026-01-01T00:00:00Z",
-    "goVersion": "go1.24.3",
-    "compiler": "gc",
-    "platform": "linux/amd64",
-}
-
-RESOURCES: dict[str, list[Obj]] = {
-    "v1": [
-        {
-            "name": "pods",
-            "singularName": "pod",
-            "namespaced": True,
-            "kind": "Pod",
-            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
-            "shortNames": ["po"],
-            "categories": ["all"],
-        },
-        {
-            "name": "nodes",
-            "singularName": "node",
-            "namespaced": False,
-            "kind": "Node",
-            "verbs": ["get", "list", "patch", "update", "watch"],
-            "shortNames": ["no"],
-        },
-        {
-            "name": "events",
-            "singularName": "event",
-            "namespaced": True,
-            "kind": "Event",
-            "verbs": ["get", "list", "watch"],
-            "shortNames": ["ev"],
-        },
-    ],
-    EVENTS_GROUP: [
-        {
-            "name": "events",
-            "singularName": "event",
-            "namespaced": True,
-            "kind": "Event",
-            "verbs": ["get", "list", "watch"],
-            "shortNames": ["ev"],
-        },
-    ],
-}
-# Just enough OpenAPI v3 for kubectl to see that pods accept server-side field validation,
-# so `kubectl apply` validates through the server instead of downloading schemas.
-_VALIDATION = [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}]
-_POD_GVK = {"group": "", "version": "v1", "kind": "Pod"}
-OPENAPI_V1 = {
-    "openapi": "3.0.0",
-    "info": {"title": "Kubernetes", "version": "v1.33.1"},
-    "paths": {
-        "/api/v1/namespaces/{namespace}/pods": {
-            "post": {
-                "parameters": _VALIDATION,
-                "x-kubernetes-action": "post",
-                "x-kubernetes-group-version-kind": _POD_GVK,
-            },
-        },
-        "/api/v1/namespaces/{namespace}/pods/{name}": {
-            "patch": {
-                "parameters": _VALIDATION,
-                "x-kubernetes-action": "patch",
-                "x-kubernetes-group-version-kind": _POD_GVK,
-            },
-        },
-    },
-    "components": {"schemas": {}},
-}
-LIST_KINDS = {"pods": "PodList", "nodes": "NodeList", "events": "EventList"}
-TABLE = "as=Table"
+from handoff.sim.tables import table
+from handoff.sim.updates import (
+    MUTABLE_METADATA,
+    check_deployment_update,
+    check_node_update,
+    check_pod_update,
+    workload_body,
+)
 
 
 @dataclass
@@ -121,12 +51,12 @@ class Route:
 
 
 def parse_path(path: str) -> Route | None:
-    """/api/v1/[watch/][namespaces/NS/]RESOURCE[/NAME] and /apis/events.k8s.io/v1/..."""
+    """/api/v1/[watch/][namespaces/NS/]RESOURCE[/NAME] and /apis/GROUP/VERSION/..."""
     parts = [p for p in path.split("/") if p]
     if parts[:2] == ["api", "v1"]:
         group, rest = "v1", parts[2:]
-    elif parts[:3] == ["apis", "events.k8s.io", "v1"]:
-        group, rest = EVENTS_GROUP, parts[3:]
+    elif len(parts) >= 3 and parts[0] == "apis" and f"{parts[1]}/{parts[2]}" in RESOURCES:
+        group, rest = f"{parts[1]}/{parts[2]}", parts[3:]
     else:
         return None
     watch_path = bool(rest) and rest[0] == "watch"
@@ -240,10 +170,9 @@ class SimServer:
         with self.lock:
             items, rv = self.api.list(route.resource, route.namespace)
             items = [self._out(route, o) for o in items if _matches(o, fields, labels, route)]
-        version = "v1" if route.group == "v1" else EVENTS_GROUP
         return {
-            "kind": LIST_KINDS[route.resource],
-            "apiVersion": version,
+            "kind": KIND[route.resource] + "List",
+            "apiVersion": route.group,
             "metadata": {"resourceVersion": str(rv)},
             "items": [_itemless(o) for o in items],
         }
@@ -404,6 +333,8 @@ class SimServer:
             check_pod_update(old, spec)
         elif route.resource == "nodes":
             check_node_update(old, spec)
+        elif route.resource == "deployments":
+            check_deployment_update(old, spec)
         updated = {**old, "metadata": merged}
         if "spec" in old:
             updated["spec"] = spec
@@ -413,65 +344,66 @@ class SimServer:
             return self.cluster.deployments.update_object(updated)
         return self.api.update(route.resource, updated)
 
-    def delete_pod(self, namespace: str, name: str, grace: int | None) -> Obj:
-        with self.lock:
-            return self.api.delete("pods", namespace, name, grace)
-
-
-MUTABLE_METADATA = ("labels", "annotations", "finalizers", "ownerReferences")
-POD_UPDATE_FORBIDDEN = (
-    "pod updates may not change fields other than `spec.containers[*].image`,"
-    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
-    "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be "
-    "set to 1 if it was previously negative)"
-)
-
-
-def check_pod_update(old: Obj, spec: Any) -> None:
-    """ValidatePodUpdate: only images, activeDeadlineSeconds, added tolerations and removed
-    scheduling gates may change in a pod's spec."""
-    name = old["metadata"]["name"]
-    if not isinstance(spec, dict):
-        raise ApiError(422, "Invalid", f'Pod "{name}" is invalid: spec: Required value')
-    before = old["spec"]
-    tolerations = spec.get("tolerations") or []
-    if any(t not in tolerations for t in before.get("tolerations") or ()):
-        raise ApiError(
-            422, "Invalid", f'Pod "{name}" is invalid: spec: Forbidden: {POD_UPDATE_FORBIDDEN}'
-        )
-    comparable = dict(spec, tolerations=before.get("tolerations"))
-    for key in ("activeDeadlineSeconds", "schedulingGates"):
-        comparable.pop(key, None)
-    reference = {
-        k: v for k, v in before.items() if k not in ("activeDeadlineSeconds", "schedulingGates")
-    }
-    if "tolerations" not in before:
-        comparable.pop("tolerations", None)
-    for kind in ("containers", "initContainers"):
-        mine, theirs = comparable.get(kind), reference.get(kind)
-        if isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
-            comparable[kind] = [
-                dict(c, image=o.get("image")) if isinstance(c, dict) else c
-                for c, o in zip(mine, theirs, strict=True)
-            ]
-    if comparable != reference:
-        raise ApiError(
-            422, "Invalid", f'Pod "{name}" is invalid: spec: Forbidden: {POD_UPDATE_FORBIDDEN}'
-        )
-
-
-def check_node_update(old: Obj, spec: Any) -> None:
-    """Node specs are mutable (cordon, taints) but for podCIDR(s) and providerID once set."""
-    name = old["metadata"]["name"]
-    if not isinstance(spec, dict):
-        raise ApiError(422, "Invalid", f'Node "{name}" is invalid: spec: Required value')
-    for key in ("podCIDR", "podCIDRs", "providerID"):
-        if key in old["spec"] and spec.get(key) != old["spec"][key]:
+    def create_deployment(self, namespace: str, body: Obj) -> Obj:
+        """POST of an apps/v1 Deployment: validated, then handed to the deployment-controller."""
+        name, meta, spec = workload_body(body, "Deployment", namespace)
+        template = spec.get("template")
+        if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
             raise ApiError(
                 422,
                 "Invalid",
-                f'Node "{name}" is invalid: spec.{key}: Forbidden: may not be changed once set',
+                f'Deployment.apps "{name}" is invalid: spec.template.spec: Required value',
             )
+        selector = (spec.get("selector") or {}).get("matchLabels")
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        if not isinstance(selector, dict) or not selector:
+            raise ApiError(
+                422,
+                "Invalid",
+                f'Deployment.apps "{name}" is invalid: spec.selector: Required value',
+            )
+        if any(labels.get(k) != v for k, v in selector.items()):
+            raise ApiError(
+                422,
+                "Invalid",
+                f'Deployment.apps "{name}" is invalid: spec.template.metadata.labels: Invalid '
+                f"value: {orjson.dumps(labels).decode()}: `selector` does not match template "
+                "`labels`",
+            )
+        replicas = spec.get("replicas", 1)
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+            raise ApiError(
+                422,
+                "Invalid",
+                f'Deployment.apps "{name}" is invalid: spec.replicas: Invalid value: '
+                f"{replicas!r}: must be greater than or equal to 0",
+            )
+        with self.lock:
+            if self.api.find("deployments", namespace, name) is not None:
+                raise ApiError(
+                    409,
+                    "AlreadyExists",
+                    f'deployments.apps "{name}" already exists',
+                    {"name": name, "group": "apps", "kind": "deployments"},
+                )
+            dep = self.cluster.deployments.apply(namespace, name, template, replicas, meta)
+            return dep.as_obj()
+
+    def delete_workload(self, route: Route) -> Obj:
+        """DELETE of a Deployment or Job: the object goes, the garbage collector takes
+        what it owns (background propagation, kubectl's default)."""
+        namespace, name = route.namespace or "", route.name or ""
+        with self.lock:
+            found = self.api.get(route.resource, namespace, name)
+            if route.resource == "deployments":
+                final = self.cluster.deployments.delete(namespace, name)
+            else:
+                final = self.cluster.jobs.delete(found["metadata"]["uid"])
+            return final or found
+
+    def delete_pod(self, namespace: str, name: str, grace: int | None) -> Obj:
+        with self.lock:
+            return self.api.delete("pods", namespace, name, grace)
 
 
 def _itemless(obj: Obj) -> Obj:
@@ -480,7 +412,7 @@ def _itemless(obj: Obj) -> Obj:
 
 
 def _bookmark(route: Route, rv: int, initial_end: bool = False) -> Obj:
-    kind = {"pods": "Pod", "nodes": "Node", "events": "Event"}[route.resource]
+    kind = KIND[route.resource]
     meta: Obj = {"resourceVersion": str(rv)}
     if initial_end:
         meta["annotations"] = {"k8s.io/initial-events-end": "true"}
@@ -494,145 +426,6 @@ def _matches(obj: Obj, fields: FieldSelector, labels: LabelSelector, route: Rout
     if route.name is not None and meta.get("name") != route.name:
         return False
     return fields.matches(obj) and labels.matches(meta.get("labels") or {})
-
-
-# --- tables (kubectl get asks for server-side printing) ---------------------------------------
-
-POD_COLUMNS = [
-    ("Name", "string", 0),
-    ("Ready", "string", 0),
-    ("Status", "string", 0),
-    ("Restarts", "string", 0),
-    ("Age", "string", 0),
-    ("IP", "string", 1),
-    ("Node", "string", 1),
-    ("Nominated Node", "string", 1),
-    ("Readiness Gates", "string", 1),
-]
-NODE_COLUMNS = [
-    ("Name", "string", 0),
-    ("Status", "string", 0),
-    ("Roles", "string", 0),
-    ("Age", "string", 0),
-    ("Version", "string", 0),
-]
-EVENT_COLUMNS = [
-    ("Last Seen", "string", 0),
-    ("Type", "string", 0),
-    ("Reason", "string", 0),
-    ("Object", "string", 0),
-    ("Message", "string", 0),
-]
-
-
-def table(route: Route, objs: list[Obj], rv: str, now: float) -> Obj:
-    columns, cells = {
-        "pods": (POD_COLUMNS, _pod_cells),
-        "nodes": (NODE_COLUMNS, _node_cells),
-        "events": (EVENT_COLUMNS, _event_cells),
-    }[route.resource]
-    return {
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": {"resourceVersion": rv},
-        "columnDefinitions": [
-            {
-                "name": n,
-                "type": t,
-                "format": "name" if n == "Name" else "",
-                "description": n,
-                "priority": p,
-            }
-            for n, t, p in columns
-        ],
-        "rows": [{"cells": cells(o, now), "object": o} for o in objs],
-    }
-
-
-def age(stamp_text: str | None, now: float) -> str:
-    if not stamp_text:
-        return "<unknown>"
-    seconds = max(0, int(now - parse_stamp(stamp_text)))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60}s" if seconds < 600 else f"{seconds // 60}m"
-    hours = seconds // 3600
-    return f"{hours}h{(seconds % 3600) // 60}m" if hours < 8 else f"{hours}h"
-
-
-def pod_status_column(pod: Obj) -> str:
-    """The STATUS column of kubectl get pods (printPod in pkg/printers/internalversion)."""
-    status = pod.get("status") or {}
-    reason = status.get("reason") or status.get("phase") or "Unknown"
-    for c in status.get("initContainerStatuses") or ():
-        state = c.get("state") or {}
-        if state.get("terminated", {}).get("exitCode", 1) == 0:
-            continue
-        waiting = state.get("waiting", {}).get("reason")
-        reason = f"Init:{waiting}" if waiting and waiting != "PodInitializing" else reason
-        if waiting:
-            break
-    for c in status.get("containerStatuses") or ():
-        state = c.get("state") or {}
-        if state.get("waiting", {}).get("reason"):
-            reason = state["waiting"]["reason"]
-        elif state.get("terminated", {}).get("reason"):
-            reason = state["terminated"]["reason"]
-    if pod["metadata"].get("deletionTimestamp"):
-        reason = "Terminating"
-    return reason
-
-
-def _pod_cells(pod: Obj, now: float) -> list[Any]:
-    status = pod.get("status") or {}
-    statuses = status.get("containerStatuses") or []
-    total = len(pod["spec"].get("containers") or ())
-    ready = sum(1 for c in statuses if c.get("ready"))
-    restarts = sum(c.get("restartCount", 0) for c in statuses)
-    return [
-        pod["metadata"]["name"],
-        f"{ready}/{total}",
-        pod_status_column(pod),
-        str(restarts),
-        age(pod["metadata"].get("creationTimestamp"), now),
-        status.get("podIP", "<none>"),
-        pod["spec"].get("nodeName", "<none>"),
-        "<none>",
-        "<none>",
-    ]
-
-
-def _node_cells(node: Obj, now: float) -> list[Any]:
-    ready = next((c for c in node["status"].get("conditions") or () if c["type"] == "Ready"), None)
-    status = "Ready" if ready and ready["status"] == "True" else "NotReady"
-    if node["spec"].get("unschedulable"):
-        status += ",SchedulingDisabled"
-    roles = sorted(
-        k.split("/", 1)[1]
-        for k in node["metadata"].get("labels") or {}
-        if k.startswith("node-role.kubernetes.io/")
-    )
-    return [
-        node["metadata"]["name"],
-        status,
-        ",".join(roles) or "<none>",
-        age(node["metadata"].get("creationTimestamp"), now),
-        node["status"].get("nodeInfo", {}).get("kubeletVersion", ""),
-    ]
-
-
-def _event_cells(event: Obj, now: float) -> list[Any]:
-    ref = event.get("involvedObject") or event.get("regarding") or {}
-    last = event.get("lastTimestamp") or event.get("deprecatedLastTimestamp")
-    when = last or (event.get("eventTime") or "")[:19] + "Z"
-    return [
-        age(when, now),
-        event.get("type", ""),
-        event.get("reason", ""),
-        f"{ref.get('kind', '').lower()}/{ref.get('name', '')}",
-        event.get("message", event.get("note", "")),
-    ]
 
 
 # --- HTTP ------------------------------------------------------------------------------------
@@ -748,45 +541,7 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
             return TABLE in (self.headers.get("Accept") or "")
 
         def _get(self, path: str, params: dict[str, str]) -> None:
-            fixed = {
-                "/version": VERSION,
-                "/api": {
-                    "kind": "APIVersions",
-                    "versions": ["v1"],
-                    "serverAddressByClientCIDRs": [
-                        {"clientCIDR": "0.0.0.0/0", "serverAddress": server.address.split("//")[1]}
-                    ],
-                },
-                "/apis": {
-                    "kind": "APIGroupList",
-                    "apiVersion": "v1",
-                    "groups": [
-                        {
-                            "name": "events.k8s.io",
-                            "versions": [{"groupVersion": EVENTS_GROUP, "version": "v1"}],
-                            "preferredVersion": {"groupVersion": EVENTS_GROUP, "version": "v1"},
-                        }
-                    ],
-                },
-                "/api/v1": {
-                    "kind": "APIResourceList",
-                    "groupVersion": "v1",
-                    "resources": RESOURCES["v1"],
-                },
-                "/apis/events.k8s.io/v1": {
-                    "kind": "APIResourceList",
-                    "apiVersion": "v1",
-                    "groupVersion": EVENTS_GROUP,
-                    "resources": RESOURCES[EVENTS_GROUP],
-                },
-                "/healthz": None,
-                "/readyz": None,
-                "/livez": None,
-                "/openapi/v3": {
-                    "paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=sim"}}
-                },
-                "/openapi/v3/api/v1": OPENAPI_V1,
-            }
+            fixed = discovery(server.address)
             if path.rstrip("/") in fixed or path in fixed:
                 body = fixed.get(path.rstrip("/") or path)
                 if body is None:
@@ -806,7 +561,12 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
                 if self._wants_table():
                     self._json(
                         200,
-                        table(route, [obj], obj["metadata"]["resourceVersion"], server.cluster.now),
+                        table(
+                            route.resource,
+                            [obj],
+                            obj["metadata"]["resourceVersion"],
+                            server.cluster.now,
+                        ),
                     )
                 else:
                     self._json(200, obj)
@@ -819,7 +579,10 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
                     self._json(
                         200,
                         table(
-                            route, objs, listed["metadata"]["resourceVersion"], server.cluster.now
+                            route.resource,
+                            objs,
+                            listed["metadata"]["resourceVersion"],
+                            server.cluster.now,
                         ),
                     )
                 else:
@@ -872,7 +635,10 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
                         continue
                     if as_table and type_ in ("ADDED", "MODIFIED", "DELETED"):
                         obj = table(
-                            route, [obj], obj["metadata"]["resourceVersion"], server.cluster.now
+                            route.resource,
+                            [obj],
+                            obj["metadata"]["resourceVersion"],
+                            server.cluster.now,
                         )
                     line = orjson.dumps({"type": type_, "object": obj}) + b"\n"
                     if fault is not None and fault.fault == "cut-watch" and sent >= fault.after:
@@ -919,9 +685,14 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
 
         def _post(self, path: str, params: dict[str, str]) -> None:
             route = parse_path(path)
-            if route is None or route.resource != "pods" or route.name or not route.namespace:
-                raise ApiError(405, "MethodNotAllowed", "only pods can be created")
-            created = server.create_pod(route.namespace, self._body())
+            if route is None or route.name or not route.namespace or route.watch_path:
+                raise ApiError(405, "MethodNotAllowed", "create needs a namespaced collection")
+            if route.resource == "pods":
+                created = server.create_pod(route.namespace, self._body())
+            elif route.resource == "deployments":
+                created = server.create_deployment(route.namespace, self._body())
+            else:
+                raise ApiError(405, "MethodNotAllowed", "only pods and deployments can be created")
             self._json(201, created)
 
         def _patch(self, path: str, params: dict[str, str]) -> None:
@@ -947,13 +718,20 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
 
         def _delete(self, path: str, params: dict[str, str]) -> None:
             route = parse_path(path)
-            if route is None or route.resource != "pods" or not route.name or not route.namespace:
-                raise ApiError(405, "MethodNotAllowed", "only pods can be deleted")
+            if route is None or not route.name or not route.namespace or route.watch_path:
+                raise ApiError(405, "MethodNotAllowed", "delete needs a namespaced object")
             body = self._body()
-            grace = body.get("gracePeriodSeconds", params.get("gracePeriodSeconds"))
-            result = server.delete_pod(
-                route.namespace, route.name, None if grace is None else int(grace)
-            )
+            if route.resource == "pods":
+                grace = body.get("gracePeriodSeconds", params.get("gracePeriodSeconds"))
+                result = server.delete_pod(
+                    route.namespace, route.name, None if grace is None else int(grace)
+                )
+            elif route.resource in ("deployments", "jobs"):
+                result = server.delete_workload(route)
+            else:
+                raise ApiError(
+                    405, "MethodNotAllowed", "only pods, deployments and jobs can be deleted"
+                )
             self._json(200, result)
 
     return Handler
@@ -986,4 +764,4 @@ def int_or_zero(text: str | None) -> int:
 
 
 def _kind(route: Route) -> str:
-    return {"pods": "Pod", "nodes": "Node", "events": "Event"}[route.resource]
+    return KIND[route.resource]

@@ -9,12 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from handoff.sim.cluster import Cluster, ClusterConfig
 from handoff.sim.patches import json_patch, merge_patch, strategic_merge_patch
+from handoff.sim.scenarios import Options
 from handoff.sim.server import SimServer
+from handoff.sim.steady import steady
 
 from .helpers import nginx
 from .test_server import require_kubectl
@@ -141,3 +143,113 @@ def test_kubectl_labels_annotates_and_cordons(served: SimServer, tmp_path: Path)
     assert cordoned.stdout.strip() == "node/n1 cordoned", cordoned.stderr
     assert _api(served).read_node("n1").spec.unschedulable is True
     time.sleep(0.2)
+
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      nodeName: n1
+      containers:
+      - name: nginx
+        image: nginx:1.27.3-alpine
+"""
+
+
+def _wait(condition: object, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    raise AssertionError("timed out")
+
+
+def test_kubectl_applies_a_deployment_with_a_nodename_template_and_deletes_it(
+    served: SimServer, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "deployment.yaml"
+    manifest.write_text(DEPLOYMENT)
+    applied = _kubectl(served, tmp_path, "apply", "-f", str(manifest))
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.strip() == "deployment.apps/web created"
+    apps = client.AppsV1Api(client.ApiClient(client.Configuration(host=served.address)))
+    _wait(
+        lambda: (apps.read_namespaced_deployment("web", "default").status.ready_replicas or 0) == 3
+    )
+    pods = [
+        p
+        for p in _api(served).list_namespaced_pod("default", label_selector="app=web").items
+        if p.metadata.owner_references
+    ]
+    assert len(pods) == 3
+    assert {p.spec.node_name for p in pods} == {"n1"}
+    (rs,) = apps.list_namespaced_replica_set("default").items
+    assert pods[0].metadata.owner_references[0].uid == rs.metadata.uid
+    assert rs.metadata.owner_references[0].name == "web"
+    got = _kubectl(served, tmp_path, "get", "deployments")
+    assert got.stdout.split("\n")[1].split()[:4] == ["web", "3/3", "3", "3"], got.stdout
+    again = _kubectl(served, tmp_path, "apply", "-f", str(manifest))
+    assert again.stdout.strip() == "deployment.apps/web unchanged", again.stderr
+    scaled = _kubectl(
+        served, tmp_path, "patch", "deployment", "web", "-p", '{"spec":{"replicas":1}}'
+    )
+    assert scaled.stdout.strip() == "deployment.apps/web patched", scaled.stderr
+    _wait(lambda: apps.read_namespaced_deployment("web", "default").status.replicas == 1)
+    deleted = _kubectl(served, tmp_path, "delete", "deployment", "web")
+    assert deleted.stdout.strip() == 'deployment.apps "web" deleted', deleted.stderr
+    assert apps.list_namespaced_replica_set("default").items == []
+    _wait(lambda: not _api(served).list_namespaced_pod("default", label_selector="app=web").items)
+
+
+def test_a_deployment_whose_selector_misses_its_labels_is_invalid(
+    served: SimServer, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(DEPLOYMENT.replace("matchLabels: {app: web}", "matchLabels: {app: api}"))
+    applied = _kubectl(served, tmp_path, "apply", "-f", str(manifest))
+    assert applied.returncode != 0
+    assert "`selector` does not match template `labels`" in applied.stderr
+
+
+def test_the_client_lists_watches_and_gets_replicasets_and_jobs() -> None:
+    cluster = steady(Options(seed=2))
+    cluster.loop.run(until=120.0)
+    server = SimServer(cluster, speed=20.0)
+    server.start()
+    try:
+        config = client.Configuration(host=server.address)
+        apps = client.AppsV1Api(client.ApiClient(config))
+        batch = client.BatchV1Api(client.ApiClient(config))
+        deployments = apps.list_deployment_for_all_namespaces().items
+        names = {d.metadata.name for d in deployments}
+        assert {"frontend", "api", "cart", "search", "worker", "redis"} <= names
+        for dep in deployments:
+            assert dep.status.observed_generation == dep.metadata.generation
+        listed = batch.list_job_for_all_namespaces()
+        assert listed.items
+        job = batch.read_namespaced_job(listed.items[0].metadata.name, "batch")
+        assert job.spec.selector.match_labels
+        seen = [
+            e["type"]
+            for e in watch.Watch().stream(
+                batch.list_job_for_all_namespaces,
+                resource_version=listed.metadata.resource_version,
+                timeout_seconds=3,
+            )
+        ]
+        assert "ADDED" in seen or "MODIFIED" in seen
+        sets = apps.list_replica_set_for_all_namespaces(label_selector="app=api").items
+        assert all(s.metadata.owner_references[0].kind == "Deployment" for s in sets)
+    finally:
+        server.stop()
