@@ -9,15 +9,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import redis
 
+from handoff import store
 from handoff.devstack import free_port
-from tests.conftest import BASE_DIR, spawn, stop, wait_until
+from tests.conftest import BASE_DIR, python_env, spawn, start_redis, stop, wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 # Headless in a sandbox without a network: no GPU, no background calls home.
@@ -103,6 +107,16 @@ def site_database(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
+def start_daphne(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
+    """Daphne serving the site on a free port with ``env``; returns once it answers."""
+    port = free_port()
+    argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+    proc = spawn([*argv, "handoff.asgi:application"], log, {**os.environ, **env})
+    url = f"http://127.0.0.1:{port}"
+    wait_until(lambda: _answers(url + "/healthz"), 30, f"Daphne on {url}")
+    return proc, url
+
+
 @pytest.fixture(scope="session")
 def serve(
     site_database: str, redis_url: str, tmp_path_factory: pytest.TempPathFactory
@@ -115,19 +129,13 @@ def serve(
     def start(**env: str) -> str:
         key = frozenset(env.items())
         if key not in servers:
-            port = free_port()
-            argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
             full_env = {
-                **os.environ,
                 "DATABASE_URL": site_database,
                 "REDIS_URL": redis_url,
                 "PYTHONUNBUFFERED": "1",
                 **env,
             }
-            proc = spawn([*argv, "handoff.asgi:application"], logs / f"{port}.log", full_env)
-            url = f"http://127.0.0.1:{port}"
-            servers[key] = (proc, url)
-            wait_until(lambda: _answers(url + "/healthz"), 30, f"Daphne on {url}")
+            servers[key] = start_daphne(full_env, logs / f"{len(servers)}.log")
         return servers[key][1]
 
     yield start
@@ -145,3 +153,76 @@ def demo_site(serve: Callable[..., str]) -> str:
 def private_site(serve: Callable[..., str]) -> str:
     """Base URL of the site outside demo mode: sign-in required."""
     return serve(HANDOFF_DEMO="0")
+
+
+# ------------------------------------------------------------- a live cluster
+
+LIVE_CLUSTER = "manual"
+LIVE_STUCK_AFTER = "10"  # seconds: the typo'd pod turns stuck well before PodGC takes it
+
+
+@dataclass(frozen=True)
+class LiveCluster:
+    """The simulator serving ``manual-scheduling`` at wall-clock speed, watched through the
+    kubernetes client by a real Celery worker (watches, fold, push) under beat, with a
+    demo-mode Daphne — all on a redis-server of their own, so tests that empty the
+    session's redis (the ``redis_client`` fixture) cannot disturb it."""
+
+    name: str
+    site: str  # base URL of the Daphne reading this cluster's redis
+    redis_url: str
+    started: float  # time.monotonic() when the simulator started: virtual t=0
+
+    def client(self) -> redis.Redis:
+        return redis.Redis.from_url(self.redis_url)
+
+    def board(self, query: str = "") -> str:
+        return f"{self.site}/clusters/{self.name}/{query}"
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+@pytest.fixture(scope="package")
+def live_cluster(
+    site_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveCluster]:
+    """The whole live path for the browser tests of this package (started once, on first
+    use; stopped after the package's last test). Reusable by any browser test."""
+    base = tmp_path_factory.mktemp("live")
+    redis_proc, url = start_redis(base)
+    env = python_env(
+        REDIS_URL=url,
+        DATABASE_URL=site_database,
+        HANDOFF_RUN_DIR=str(base),
+        HANDOFF_STUCK_AFTER=LIVE_STUCK_AFTER,
+    )
+    procs: list[subprocess.Popen] = []
+    try:
+        kubeconfig = base / "kubeconfig"
+        argv = [sys.executable, "manage.py", "simulate", "--scenario", "manual-scheduling"]
+        argv += ["--seed", "3", "--speed", "1", "--duration", "900"]
+        argv += ["--serve", f"127.0.0.1:{free_port()}", "--kubeconfig", str(kubeconfig)]
+        procs.append(spawn(argv, base / "simulator.log", env))
+        started = time.monotonic()
+        wait_until(kubeconfig.exists, 30, "the simulator's kubeconfig")
+        client = redis.Redis.from_url(url)
+        config = store.ClusterConfig(
+            name=LIVE_CLUSTER, kind="kubeconfig", kubeconfig=str(kubeconfig)
+        )
+        store.register_cluster(client, config)
+        celery = [sys.executable, "-m", "celery", "-A", "handoff"]
+        worker = [*celery, "worker", "-Q", "default,watch", "-c", "6", "-n", "live@%h"]
+        worker += ["-l", "info", "--without-gossip", "--without-mingle"]
+        procs.append(spawn(worker, base / "worker.log", env))
+        beat = [*celery, "beat", "-l", "info", "-s", str(base / "beat-schedule")]
+        procs.append(spawn(beat, base / "beat.log", env))
+        proc, site = start_daphne({**env, "HANDOFF_DEMO": "1"}, base / "daphne.log")
+        procs.append(proc)
+        wait_until(lambda: client.hlen(store.pods_key(LIVE_CLUSTER)) > 0, 90, "the first pods")
+        client.close()
+        yield LiveCluster(LIVE_CLUSTER, site, url, started)
+    finally:
+        for proc in reversed(procs):
+            stop(proc)
+        stop(redis_proc)

@@ -78,3 +78,31 @@ def triage_order(views: list[dict[str, Any]]) -> list[str]:
             key=lambda x: (-v.severity(x["verdict"]), x["milestones"]["created"], x["uid"]),
         )
     ]
+
+
+class FoldWriter:
+    """Writes one cluster's pods as ``ingest.Folder.flush`` does: an entry in the stream,
+    the views and indexes, then the fold's cursor. Each flush moves the cursor a second."""
+
+    def __init__(self, client: redis.Redis, cluster: str, ms: int = int(START * 1000)) -> None:
+        self.client = client
+        self.cluster = cluster
+        self.previous: dict = {}
+        self.ms = ms
+
+    @property
+    def cursor(self) -> str:
+        return f"{self.ms}-0"
+
+    def flush(self, views: Any = (), removed: Any = ()) -> str:
+        self.ms += 1000
+        self.client.xadd(
+            store.events_key(self.cluster), {store.STREAM_FIELD: b"{}"}, id=self.cursor
+        )
+        pipe = self.client.pipeline(transaction=False)
+        store.write_pods(pipe, self.cluster, {x["uid"]: (x, 0.0) for x in views}, self.previous)
+        if removed:
+            store.drop_pods(pipe, self.cluster, list(removed), self.previous)
+        pipe.hset(store.fold_key(self.cluster), "cursor", self.cursor)
+        pipe.execute()
+        return self.cursor

@@ -19,37 +19,16 @@ from handoff import store
 from webui.consumers import CLOSE_UNAUTHENTICATED
 from webui.routing import websocket_urlpatterns
 
-from .pods import make_views, template
+from .pods import FoldWriter, make_views, template
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CLUSTER = "resume"
 
 
-class Fold:
-    """Writes as ingest.Folder.flush does: views and indexes, then the cursor."""
-
-    def __init__(self, client) -> None:
-        self.client = client
-        self.previous: dict = {}
-        self.ms = 1_767_225_600_000
-
-    def flush(self, views=(), removed=()) -> str:
-        self.ms += 1000
-        cursor = f"{self.ms}-0"
-        self.client.xadd(store.events_key(CLUSTER), {store.STREAM_FIELD: b"{}"}, id=cursor)
-        pipe = self.client.pipeline(transaction=False)
-        store.write_pods(pipe, CLUSTER, {x["uid"]: (x, 0.0) for x in views}, self.previous)
-        if removed:
-            store.drop_pods(pipe, CLUSTER, removed, self.previous)
-        pipe.hset(store.fold_key(CLUSTER), "cursor", cursor)
-        pipe.execute()
-        return cursor
-
-
 @pytest.fixture
 def fold(redis_client):
     store.register_cluster(redis_client, store.ClusterConfig(name=CLUSTER, kind="trace"))
-    fold = Fold(redis_client)
+    fold = FoldWriter(redis_client, CLUSTER)
     fold.views = make_views(template(redis_client), 12)
     fold.flush(fold.views.values())
     return fold
@@ -128,7 +107,7 @@ async def test_it_tells_a_client_to_reload_when_the_cursor_is_unusable(fold, cur
 
 async def test_it_tells_a_client_to_reload_rather_than_send_thousands(redis_client):
     store.register_cluster(redis_client, store.ClusterConfig(name=CLUSTER, kind="trace"))
-    fold = Fold(redis_client)
+    fold = FoldWriter(redis_client, CLUSTER)
     held = fold.flush()
     await asyncio.to_thread(fold.flush, make_views(template(redis_client), 2500).values())
     comm = await _connect(f"/ws/clusters/{CLUSTER}/?cursor={held}")
