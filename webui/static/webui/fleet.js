@@ -39,19 +39,25 @@
       div.dataset.duration = name;
       box.appendChild(div);
       if (!d.count) { div.appendChild(H.el("p", (LABELS[name] || name) + ": no pod has both milestones yet.", "muted")); return; }
-      var edges = d.histogram.edges, centres = [], widths = [];
+      // A log axis cannot show 0 (a coarse one-second timestamp gives it): such values
+      // are drawn at the first bin's edge, which the histogram already counts them in.
+      var edges = d.histogram.edges, floor = edges[0], centres = [], widths = [];
+      var at = function (x) { return Math.max(x, floor); };
       for (var i = 0; i < d.histogram.counts.length; i++) { centres.push(Math.sqrt(edges[i] * edges[i + 1])); widths.push(edges[i + 1] - edges[i]); }
       var traces = [
         { type: "bar", name: "pods", x: centres, y: d.histogram.counts, width: widths, marker: { color: "#64b5f6" },
           hovertemplate: "%{x:.3g} s: %{y} pods<extra></extra>" },
-        { type: "scatter", mode: "lines", name: "ECDF", x: d.ecdf.x, y: d.ecdf.y, yaxis: "y2", line: { color: "#1e88e5", shape: "hv" },
+        { type: "scatter", mode: "lines", name: "ECDF", x: d.ecdf.x.map(at), y: d.ecdf.y, yaxis: "y2", line: { color: "#1e88e5", shape: "hv" },
           hovertemplate: "%{y:.1%} ≤ %{x:.3g} s<extra></extra>" },
       ];
-      var marks = [vline(d.p50, "#2ca02c", "p50"), vline(d.p90, "#f0a30a", "p90"), vline(d.p99, "#d62728", "p99")];
+      var marks = [vline(at(d.p50), "#2ca02c", "p50"), vline(at(d.p90), "#f0a30a", "p90"), vline(at(d.p99), "#d62728", "p99")];
       if (name === "create_to_running") marks.push(vline(data.slo_seconds, "#8c1c8c", "5 s SLO", "dash"));
+      // The SLO line stays in view even when every pod is far from it.
+      var slo = name === "create_to_running" ? data.slo_seconds : null;
+      var range = [Math.log10(slo ? Math.min(floor, slo / 2) : floor), Math.log10(slo ? Math.max(edges[edges.length - 1], slo * 2) : edges[edges.length - 1])];
       var layout = H.plotLayout({
         title: { text: H.esc(LABELS[name] || name), font: { size: 13 } }, height: 260, showlegend: false, bargap: 0,
-        xaxis: { type: "log", title: { text: "seconds" } },
+        xaxis: { type: "log", title: { text: "seconds" }, range: range },
         yaxis: { title: { text: "pods" } },
         yaxis2: { overlaying: "y", side: "right", range: [0, 1], tickformat: ".0%", showgrid: false },
         shapes: marks.map(function (m) { return m.shape; }),
@@ -71,16 +77,17 @@
     window.Plotly.react("fleet-heat-failures", [{
       type: "heatmap", x: h.failures, y: names, z: h.counts, text: failText, hoverinfo: "text",
       colorscale: [[0, "rgba(214,39,40,0.04)"], [1, H.verdicts.stuck.colour]], xgap: 1, ygap: 1,
-    }], H.plotLayout({ title: { text: "handoff failures by node", font: { size: 13 } }, height: Math.max(260, 22 * h.nodes.length + 120),
-      yaxis: { automargin: true, autorange: "reversed", type: "category" }, xaxis: { type: "category", side: "top" }, margin: { l: 120, r: 20, t: 80, b: 20 } }), H.plotConfig);
+      zmin: 0, zmax: Math.max(1, Math.max.apply(null, [0].concat.apply([0], h.counts))),
+    }], H.plotLayout({ height: Math.max(260, 22 * h.nodes.length + 120),
+      yaxis: { automargin: true, autorange: "reversed", type: "category" }, margin: { l: 120, r: 20, t: 90, b: 20 }, xaxis: { type: "category", side: "top", tickangle: -30 } }), H.plotConfig);
     var latText = h.nodes.map(function (node, i) {
       return h.latency.map(function (name, j) { return H.esc(node) + "<br>" + H.esc(name) + " p90: " + H.esc(H.seconds(h.p90[i][j])); });
     });
     window.Plotly.react("fleet-heat-latency", [{
-      type: "heatmap", x: h.latency, y: names, z: h.p90, text: latText, hoverinfo: "text", colorscale: "YlOrRd", xgap: 1, ygap: 1,
+      type: "heatmap", x: h.latency, y: names, z: h.p90, text: latText, hoverinfo: "text", colorscale: "YlOrRd", reversescale: true, zmin: 0, xgap: 1, ygap: 1,
       colorbar: { title: { text: "p90 s" } },
-    }], H.plotLayout({ title: { text: "p90 latency by node", font: { size: 13 } }, height: Math.max(260, 22 * h.nodes.length + 120),
-      yaxis: { automargin: true, autorange: "reversed", type: "category" }, xaxis: { type: "category", side: "top" }, margin: { l: 120, r: 20, t: 80, b: 20 } }), H.plotConfig);
+    }], H.plotLayout({ height: Math.max(260, 22 * h.nodes.length + 120),
+      yaxis: { automargin: true, autorange: "reversed", type: "category" }, margin: { l: 120, r: 20, t: 90, b: 20 }, xaxis: { type: "category", side: "top", tickangle: -30 } }), H.plotConfig);
   }
 
   function swimlane(data) {
@@ -110,7 +117,7 @@
     });
     Object.keys(byVerdict).forEach(function (verdict) {
       var idx = byVerdict[verdict];
-      traces.push({ type: "scattergl", mode: "markers", name: verdict, x: idx.map(function (i) { return base + ends[i]; }), y: idx,
+      traces.push({ type: "scattergl", mode: "markers", name: "verdict: " + verdict, x: idx.map(function (i) { return base + ends[i]; }), y: idx,
         customdata: idx, text: idx.map(function (i) { return laneText[i] + "<br>" + H.esc(verdict); }), hoverinfo: "text",
         marker: { color: H.verdicts[verdict] ? H.verdicts[verdict].colour : "#999", size: Math.max(3, width + 2) } });
     });
