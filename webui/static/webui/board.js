@@ -281,6 +281,16 @@ class Board {
   }
 
   cards(counts) {
+    // With only a verdict filter, the counts give the number of matches too.
+    const f = this.filters;
+    if (!f.namespace && !f.node && !f.binding && !f.q) {
+      const verdicts = this.verdictSet();
+      const names = Object.keys(counts).filter((name) => !verdicts || verdicts.has(name));
+      if (names.length) this.total = names.reduce((sum, name) => sum + Number(counts[name] || 0), 0);
+    } else if (this.socket) {
+      this.total = undefined; // live changes made the page's count stale
+    }
+    this.footer();
     for (const card of this.root.querySelectorAll("[data-cards] [data-verdict]")) {
       const n = card.querySelector("[data-n]");
       if (n && card.dataset.verdict in counts) n.textContent = String(counts[card.dataset.verdict]);
