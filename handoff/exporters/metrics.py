@@ -95,32 +95,49 @@ def _rebuild(client: redis.Redis, cluster: str) -> None:
         pipe.hset(contributions_key(cluster), mapping=per_pod)
     if counters:
         pipe.hset(counters_key(cluster), mapping={k: repr(x) for k, x in counters.items()})
-    pipe.hset(
-        mark_key(cluster),
-        mapping={
-            "changed": changed[0][1] if changed else 0.0,
-            "removed": removed[0][1] if removed else 0.0,
-        },
-    )
+    pipe.delete(mark_key(cluster))
     pipe.execute()
+    marks = {
+        "changed": changed[0][1] if changed else 0.0,
+        "removed": removed[0][1] if removed else 0.0,
+    }
+    for name, key in (
+        ("changed", store.changed_key(cluster)),
+        ("removed", store.removed_key(cluster)),
+    ):
+        marks[f"{name}_count"] = float(client.zcount(key, marks[name], marks[name]))
+    client.hset(mark_key(cluster), mapping=marks)
 
 
 def _catch_up(client: redis.Redis, cluster: str, mark: dict[str, float]) -> None:
-    changed = client.zrangebyscore(
-        store.changed_key(cluster), mark.get("changed", 0.0), "+inf", withscores=True
-    )
-    removed = client.zrangebyscore(
-        store.removed_key(cluster), mark.get("removed", 0.0), "+inf", withscores=True
-    )
-    new_mark = {
-        "changed": max([mark.get("changed", 0.0), *(score for _, score in changed)]),
-        "removed": max([mark.get("removed", 0.0), *(score for _, score in removed)]),
-    }
-    uids = [uid for uid, _ in changed]
-    gone = [uid for uid, _ in removed]
+    """Pods written or removed after the marks. Pods scored exactly at a mark were read
+    last time; they are read again only if more pods now carry that score (pods written in
+    a later flush within the same cursor millisecond)."""
+    uids = _since(client, store.changed_key(cluster), mark, "changed")
+    gone = _since(client, store.removed_key(cluster), mark, "removed")
     for start in range(0, max(len(uids), len(gone)), CHUNK):
         _apply(client, cluster, uids[start : start + CHUNK], gone[start : start + CHUNK])
-    client.hset(mark_key(cluster), mapping=new_mark)
+    client.hset(mark_key(cluster), mapping=mark)
+
+
+def _since(client: redis.Redis, key: str, mark: dict[str, float], name: str) -> list[bytes]:
+    """Members scored after ``mark[name]``; moves the mark (and its count) in place."""
+    at = mark.get(name, 0.0)
+    counted = mark.get(f"{name}_count", -1.0)
+    pipe = client.pipeline(transaction=False)
+    pipe.zcount(key, at, at)
+    pipe.zrangebyscore(key, f"({at!r}", "+inf", withscores=True)
+    same, newer = pipe.execute()
+    members = [uid for uid, _ in newer]
+    if same > counted:  # fewer is normal: pods move on to newer scores
+        members += client.zrangebyscore(key, at, at)
+    if newer:
+        top = newer[-1][1]
+        mark[name] = top
+        mark[f"{name}_count"] = float(client.zcount(key, top, top))
+    else:
+        mark[f"{name}_count"] = float(same)
+    return members
 
 
 def _apply(client: redis.Redis, cluster: str, uids: list[bytes], gone: list[bytes]) -> None:
