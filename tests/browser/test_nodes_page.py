@@ -35,7 +35,10 @@ def test_it_draws_readiness_history(page, demo_site: str, redis_client: redis.Re
     open_nodes(page, demo_site, "nodes-lost")
     down = page.locator('[data-testid="nodes"] tbody tr.warning')
     assert down.count() >= 1
-    assert page.locator("#nodes-readiness .barlayer .point").count() >= 1
+    # A Ready bar per watched node, plus one per NotReady interval.
+    watched = page.locator('[data-testid="nodes"] tbody tr').count()
+    assert page.locator("#nodes-readiness .barlayer .point").count() > watched
+    assert "Ready=" in page.locator('[data-testid="nodes"] tbody').inner_text()
 
 
 def test_it_shows_a_hostile_taint_as_text(

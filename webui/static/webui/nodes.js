@@ -53,24 +53,33 @@
     });
   }
 
+  // Each watched node: a green bar over the window, NotReady/Unknown intervals over it in
+  // the node-lost colour. The window reaches back ten minutes, or to the first outage.
   function readiness(data) {
     var nodes = data.nodes.filter(function (n) { return n.known; });
-    var end = data.evaluated_at;
+    var end = new Date(data.evaluated_at || Date.now()).getTime();
+    var start = end - 10 * 60 * 1000;
+    nodes.forEach(function (n) { n.down.forEach(function (d) { if (d.from) start = Math.min(start, new Date(d.from).getTime()); }); });
     var names = nodes.map(function (n) { return H.esc(n.name); });
-    var traces = [], ready = { x: [], y: [], base: [], text: [] }, down = { x: [], y: [], base: [], text: [] };
+    var up = { x: [], y: [], base: [], text: [] }, down = { x: [], y: [], base: [], text: [] };
     nodes.forEach(function (n, i) {
-      var spans = n.down.map(function (d) { return { from: d.from, to: d.to || n.deleted || end, why: d.why }; });
-      spans.forEach(function (d) {
-        down.y.push(names[i]); down.base.push(d.from); down.x.push(Math.max(1, new Date(d.to) - new Date(d.from)));
-        down.text.push(names[i] + "<br>" + H.esc(d.why) + "<br>" + H.esc(d.from) + " → " + H.esc(d.to));
+      var stop = n.deleted ? new Date(n.deleted).getTime() : end;
+      up.y.push(names[i]); up.base.push(start); up.x.push(Math.max(1, stop - start));
+      up.text.push(names[i] + "<br>" + (n.deleted ? "deleted " + H.esc(n.deleted) : "Ready=" + H.esc(n.ready || "?")));
+      n.down.forEach(function (d) {
+        var from = new Date(d.from).getTime(), to = d.to ? new Date(d.to).getTime() : stop;
+        down.y.push(names[i]); down.base.push(from); down.x.push(Math.max(1, to - from));
+        down.text.push(names[i] + "<br>" + H.esc(d.why) + "<br>" + H.esc(d.from) + " → " + H.esc(d.to || "now"));
       });
-      if (!spans.length && n.exists) { ready.y.push(names[i]); ready.base.push(end); ready.x.push(1); ready.text.push(names[i] + "<br>Ready=" + H.esc(n.ready)); }
     });
-    traces.push({ type: "bar", orientation: "h", name: "NotReady / Unknown", y: down.y, x: down.x, base: down.base, text: down.text, hoverinfo: "text", textposition: "none", marker: { color: H.verdicts["node-lost"].colour } });
-    traces.push({ type: "scatter", mode: "markers", name: "ready, no outage seen", y: ready.y, x: ready.base, text: ready.text, hoverinfo: "text", marker: { color: H.verdicts.running.colour, symbol: "line-ns-open", size: 12 } });
-    window.Plotly.react("nodes-readiness", traces, H.plotLayout({ height: Math.max(200, 26 * nodes.length + 90), barmode: "overlay",
-      xaxis: { type: "date" }, yaxis: { type: "category", categoryorder: "array", categoryarray: names.slice().reverse(), automargin: true },
-      legend: { orientation: "h", y: -0.2 } }), H.plotConfig);
+    var bar = function (series, name, colour) {
+      return { type: "bar", orientation: "h", name: name, y: series.y, x: series.x, base: series.base, text: series.text,
+        hoverinfo: "text", textposition: "none", marker: { color: colour } };
+    };
+    window.Plotly.react("nodes-readiness", [bar(up, "Ready", H.verdicts.running.colour), bar(down, "NotReady / Unknown", H.verdicts["node-lost"].colour)],
+      H.plotLayout({ height: Math.max(200, 26 * nodes.length + 90), barmode: "overlay", bargap: 0.35,
+        xaxis: { type: "date" }, yaxis: { type: "category", categoryorder: "array", categoryarray: names.slice().reverse(), automargin: true },
+        legend: { orientation: "h", y: -0.2 } }), H.plotConfig);
   }
 
   function load() {
