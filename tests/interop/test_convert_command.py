@@ -1,0 +1,67 @@
+"""manage.py convert: any importer input to trace v1 that triage and replay read as is."""
+
+from __future__ import annotations
+
+import gzip
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from handoff.importers import open_events
+from handoff.report import build_report
+from handoff.timeline import fold, fold_file
+from handoff.trace import read_all
+from tests.real_data import REAL, real_files
+
+
+def _convert(*args):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("convert", *map(str, args), stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("path", real_files(), ids=lambda p: p.name[:60])
+def test_it_converts_every_real_file_to_a_trace_triage_agrees_with(path, tmp_path):
+    target = tmp_path / "out.jsonl.gz"
+    out, err = _convert(path, target, "--cluster", "real")
+
+    assert err == ""
+    assert target.read_bytes()[:2] == b"\x1f\x8b"
+    timeline, reader = fold_file(target)
+    assert reader.errors == []
+    assert timeline.cluster == "real"
+    direct = build_report(fold(open_events(path)))
+    converted = build_report(timeline)
+    assert [(p["uid"], p["verdict"], p["reason"], p["milestones"]) for p in converted["pods"]] == [
+        (p["uid"], p["verdict"], p["reason"], p["milestones"]) for p in direct["pods"]
+    ]
+    assert f"{len(read_all(target)[0])} watch events written" in out
+
+
+def test_it_reports_bad_lines_and_converts_the_rest(tmp_path):
+    good = (REAL / "ManageIQ__kubeclient__test_json_watch_stream.json").read_bytes()
+    source = tmp_path / "mixed.json.gz"
+    source.write_bytes(gzip.compress(good + b"garbage here\n" + good))
+
+    out, err = _convert(source, tmp_path / "out.jsonl")
+
+    assert "mixed.json.gz: line 4: " in err
+    assert "watch input, 6 watch events written" in out
+
+
+def test_it_exits_2_when_nothing_is_readable(tmp_path):
+    source = tmp_path / "junk.bin"
+    source.write_bytes(b"\x00\xff garbage {\n")
+    target = tmp_path / "out.jsonl"
+
+    with pytest.raises(SystemExit) as exit_:
+        _convert(source, target)
+
+    assert exit_.value.code == 2
+    assert not target.exists()
+
+
+def test_it_refuses_a_missing_input(tmp_path):
+    with pytest.raises(CommandError, match="cannot read"):
+        _convert(tmp_path / "nope.json", tmp_path / "out.jsonl")
