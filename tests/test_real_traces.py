@@ -1,5 +1,5 @@
-"""The honest yardstick: real cluster data, folded without error, judged as an
-operator would judge it."""
+"""The honest yardstick: real cluster data, read by the importers (tests/real_data.py),
+folded without error, judged as an operator would judge it."""
 
 from __future__ import annotations
 
@@ -89,3 +89,42 @@ def test_it_keeps_pending_kind_pods_without_kubelet_sign_out_of_running():
 
     assert sum(1 for v in verdicts.values() if v == "running") == 10
     assert all(v != "running" for n, v in verdicts.items() if n.startswith("coredns"))
+
+
+def test_it_reads_the_sonobuoy_pair_as_one_concatenated_input(tmp_path):
+    prefix = "vmware-tanzu__sonobuoy__pkg_client_results_testdata_results-0.10.tar.gz__"
+    both = tmp_path / "kube-system.json"
+    both.write_bytes(
+        (REAL / f"{prefix}resources_ns_kube-system_Pods.json").read_bytes()
+        + b"\n"
+        + (REAL / f"{prefix}resources_ns_kube-system_Events.json").read_bytes()
+    )
+    pods = {p["name"]: p for p in build_report(fold(load(both)))["pods"]}
+    dns = next(p for name, p in pods.items() if name.startswith("kube-dns"))
+
+    assert len(pods) == 14
+    # kube-dns waited for a Ready node (FailedScheduling for minutes), then ran.
+    assert dns["durations"]["create_to_bind"] > 60
+    assert 0 < dns["durations"]["bind_to_running"] < 60
+    assert dns["milestones"]["bound"] < dns["milestones"]["running"]
+
+
+def test_it_reads_the_2015_watch_stream_with_its_legacy_host_field():
+    path = REAL / "ManageIQ__kubeclient__test_json_watch_stream_b3.json"
+    (pod,) = build_report(fold(load(path)))["pods"]
+
+    assert pod["node"] == "127.0.0.1"
+    assert pod["binding"] == "scheduler"
+    assert pod["verdict"] == "deleted"
+
+
+def test_it_reads_the_real_audit_log_and_finds_no_pod_writes_in_it():
+    from handoff.importers import open_events
+
+    reader = open_events(REAL / "liggitt__audit2rbac__testdata_demo.log")
+    events = list(reader)
+
+    assert reader.format == "audit"
+    assert events == []
+    assert reader.errors == []
+    assert sum(reader.skipped.values()) == 757
