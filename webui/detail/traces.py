@@ -29,6 +29,12 @@ UPLOAD_SUFFIX = ".trace"
 class TraceRejected(ValueError):
     """An upload that is not a usable trace; the message says why."""
 
+    status = 400
+
+
+class TraceTooLarge(TraceRejected):
+    status = 413
+
 
 @dataclass(frozen=True)
 class TraceFile:
@@ -58,6 +64,11 @@ def _listing(folder: str | os.PathLike[str], prefix: str, uploaded: bool) -> lis
     return found
 
 
+def limit_text(limit: int) -> str:
+    mb = 1024 * 1024
+    return f"{limit // mb} MB" if limit % mb == 0 else f"{limit} byte"
+
+
 def server_traces() -> list[TraceFile]:
     return _listing(settings.HANDOFF_REPLAY_DIR, FILE_PREFIX, uploaded=False)
 
@@ -81,7 +92,7 @@ def save_upload(upload: UploadedFile) -> TraceFile:
     """Store an uploaded trace under its content hash once it proved readable."""
     limit = settings.HANDOFF_REPLAY_MAX_UPLOAD_BYTES
     if upload.size is not None and upload.size > limit:
-        raise TraceRejected(f"the trace is larger than the {limit} byte limit")
+        raise TraceTooLarge(f"The trace is larger than the {limit_text(limit)} limit.")
     folder = Path(settings.HANDOFF_REPLAY_UPLOAD_DIR)
     folder.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()

@@ -283,8 +283,8 @@ def _upload(request: HttpRequest) -> HttpResponse:
         length = 0
     # Refuse before Django parses (and spools) the body; a form's own fields add little.
     if length > limit + 64 * 1024:
-        mb = limit // (1024 * 1024)
-        return _replay_index(request, f"The trace is larger than the {mb} MB limit.", 413)
+        message = f"The trace is larger than the {traces.limit_text(limit)} limit."
+        return _replay_index(request, message, 413)
     return csrf_protect(_store_upload)(request)
 
 
@@ -295,8 +295,7 @@ def _store_upload(request: HttpRequest) -> HttpResponse:
     try:
         trace = traces.save_upload(upload)
     except TraceRejected as exc:
-        status = 413 if "limit" in str(exc) else 400
-        return _replay_index(request, str(exc), status)
+        return _replay_index(request, str(exc), exc.status)
     return redirect("detail:replay", trace.id)
 
 
