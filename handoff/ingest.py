@@ -53,6 +53,9 @@ class FoldSettings:
     batch: int = 2000  # stream entries read per step
     block_ms: int = 50  # how long a step waits for new entries
     push_interval: float = 0.05  # coalescing window of writes and pushes
+    # The window while the fold is behind (its reads come back full): a pod that changes
+    # many times in a burst is judged, written and pushed once, not once per 50 ms.
+    backlog_push_interval: float = 0.5
     sweep_interval: float = 5.0
     snapshot_interval: float = 60.0
     retention_hours: float = 24.0  # stream age, and how long deleted pods are kept
@@ -69,6 +72,9 @@ class Folder:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
+        # Its XREAD replies unparsed: redis-py would build a dict per entry (~3 µs each).
+        self._reader = redis.Redis(connection_pool=client.connection_pool)
+        self._reader.set_response_callback("XREAD", _unparsed)
         self.cluster = cluster
         self.settings = settings
         self.publisher = publisher
@@ -80,6 +86,7 @@ class Folder:
         self.dirty: set[str] = set()
         self.written: dict[str, tuple[str, str, str]] = {}
         self.last_flush = 0.0
+        self.nodes_dirty = True  # nodes_json is rewritten only when a node may have changed
         self.last_sweep = clock()
         self.last_snapshot = clock()
         self.events = 0
@@ -135,7 +142,9 @@ class Folder:
         entries = self._read()
         count = self.fold(entries)
         now = self.clock()
-        if self.dirty and now - self.last_flush >= self.settings.push_interval:
+        behind = count >= self.settings.batch
+        window = self.settings.backlog_push_interval if behind else self.settings.push_interval
+        if self.dirty and now - self.last_flush >= window:
             self.flush()
         if now - self.last_sweep >= self.settings.sweep_interval:
             self.sweep()
@@ -145,17 +154,21 @@ class Folder:
         return count
 
     def _read(self) -> list[tuple[str, bytes]]:
-        reply = self.client.xread(
+        reply = self._reader.xread(
             {store.events_key(self.cluster): self.cursor},
             count=self.settings.batch,
             block=self.settings.block_ms,
         )
         if not reply:
             return []
-        return [(i.decode(), f[store.STREAM_FIELD]) for i, f in reply[0][1]]
+        # The raw reply (RESP3: {key: entries}; RESP2: [[key, entries]]), each entry
+        # [id, [field, line]]: a stream entry has the one field.
+        entries = next(iter(reply.values())) if isinstance(reply, dict) else reply[0][1]
+        return [(i.decode(), fields[1]) for i, fields in entries]
 
     def fold(self, entries: list[tuple[str, bytes]]) -> int:
         apply, dirty = self.timeline.apply, self.dirty
+        nodes_dirty = False
         for entry_id, raw in entries:
             event = _event(raw)
             if event is not None:
@@ -164,7 +177,11 @@ class Folder:
                     dirty.add(pod.uid)
                     if b'"blind"' in raw and event.type == "DELETED":
                         self._note_blind(pod, raw)
+                else:
+                    nodes_dirty = True  # Node changes, and events about nodes, return None
             self.cursor = entry_id
+        if nodes_dirty:
+            self.nodes_dirty = True
         if entries:
             self.applied_at = self.clock()
             self.events += len(entries)
@@ -205,19 +222,20 @@ class Folder:
         store.write_pods(pipe, self.cluster, views, self.written)
         if removed:
             store.drop_pods(pipe, self.cluster, removed, self.written)
-        pipe.hset(
-            store.fold_key(self.cluster),
-            mapping={
-                "cursor": self.cursor,
-                "evaluated_at": stamp,
-                "stuck_after": repr(self.settings.stuck_after),
-                "pods": len(pods),
-                "nodes": len(self.timeline.nodes),
-                "events": self.events,
-                "flushed": repr(self.clock()),
-                "nodes_json": orjson.dumps(self._nodes()),
-            },
-        )
+        progress: dict[str, Any] = {
+            "cursor": self.cursor,
+            "evaluated_at": stamp,
+            "stuck_after": repr(self.settings.stuck_after),
+            "pods": len(pods),
+            "nodes": len(self.timeline.nodes),
+            "events": self.events,
+            "flushed": repr(self.clock()),
+        }
+        if self.nodes_dirty:
+            # Every node, rebuilt: at 5,000 nodes too costly to redo on every flush.
+            progress["nodes_json"] = orjson.dumps(self._nodes())
+            self.nodes_dirty = False
+        pipe.hset(store.fold_key(self.cluster), mapping=progress)
         pipe.execute()
         self.last_flush = self.clock()
         if self.publisher is not None and (views or removed):
@@ -306,6 +324,10 @@ class Folder:
             first = self.client.xrange(key, count=length - self.settings.max_events)
             if first and store.stream_id_key(first[-1][0]) <= covered:
                 self.client.xtrim(key, minid=first[-1][0], approximate=True)
+
+
+def _unparsed(response: Any, **_: Any) -> Any:
+    return response
 
 
 def _event(raw: bytes) -> WatchEvent | None:
