@@ -7,9 +7,10 @@ Only what the timeline needs is read; nothing here keeps a whole object.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+import msgspec
 
 from handoff.schema import (
     Condition,
@@ -23,7 +24,8 @@ from handoff.schema import (
 KUBELET = "kubelet"
 
 
-_TIMES: dict[str, float | None] = {}
+# Absent timestamps (None) are in the cache too, so a lookup never needs a call.
+_TIMES: dict[str | None, float | None] = {None: None}
 _TIMES_MAX = 200_000
 
 
@@ -51,6 +53,7 @@ def _parse_timestamp(text: Any) -> float | None:
         value = moment.timestamp()
     if len(_TIMES) >= _TIMES_MAX:
         _TIMES.clear()
+        _TIMES[None] = None
     _TIMES[text] = value
     return value
 
@@ -69,8 +72,7 @@ def rv_number(meta: ObjectMeta) -> int | None:
     return int(rv) if rv.isdigit() else None
 
 
-@dataclass(slots=True)
-class EventFacts:
+class EventFacts(msgspec.Struct, gc=False):
     """An Event of either API group, reduced to what a timeline shows."""
 
     key: str
@@ -160,11 +162,11 @@ KUBELET_CONDITIONS = frozenset(
 ROUTINE_WAITING = frozenset({"ContainerCreating", "PodInitializing"})
 
 
-class StatusFacts:
+class StatusFacts(msgspec.Struct, gc=False):
     """One pass over a pod's status: what the fold needs, nothing else.
 
-    Defaults live on the class and a reading sets only what it finds: one of
-    these is made for every pod update, so it must be cheap to make.
+    A reading sets only what it finds. One of these is made for every pod
+    update, so it is a struct built in C with its defaults, not a class instance.
     """
 
     phase: str = ""

@@ -311,7 +311,9 @@ def describe_changes(pod: PodState) -> list[tuple[float, str]]:
     """The pod's watch updates in words: what each one changed."""
     described = []
     before: tuple[Any, ...] | None = None
-    for entry in pod.changes:
+    flat = pod.changes  # five fields per change, one after the other
+    for at in range(0, len(flat), 5):
+        entry = flat[at : at + 5]
         observed, bits, phase, reason, waiting = entry
         if before is None:
             text = "first seen" + (

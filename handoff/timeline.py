@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from sys import intern
@@ -76,6 +76,7 @@ NODE_DOWN_TAINTS = frozenset({"node.kubernetes.io/unreachable", "node.kubernetes
 PODGC_PERIOD = 20.0
 PODGC_QUARANTINE = 40.0
 MAX_CHANGES = 64
+CHANGE_FIELDS = 5  # observed, bits, phase, status reason, waiting: see PodState.changes
 ROUTINE_REASONS = frozenset(
     {"Pulling", "Pulled", "Created", "Started", "Killing", "BackOff", "SandboxChanged"}
 )
@@ -83,8 +84,7 @@ DELETING_BIT = v.DELETING_BIT
 DISRUPTION_BIT = v.DISRUPTION_BIT
 
 
-@dataclass(slots=True)
-class EventRecord:
+class EventRecord(msgspec.Struct, gc=False):
     # event_key() of the Event object's uid (or namespace/name): repeats update
     # this record. A 36-character uid per event is most of a pod's memory.
     key: int
@@ -99,46 +99,115 @@ class EventRecord:
     observed: float
 
 
-@dataclass(slots=True)
-class PodState:
-    uid: str
-    namespace: str
-    name: str
-    node: str = ""
-    milestones: list[float | None] = field(default_factory=lambda: [None] * len(v.MILESTONES))
-    has_object: bool = False
-    first_node: str = ""
-    first_fresh: bool = False
-    first_scheduled_cond: bool = False
-    saw_unbound: bool = False
-    static: bool = False
-    owner: tuple[str, str] | None = None
-    rv: int | None = None
-    phase: str = ""
-    status_reason: str = ""
+# PodState.flags: one bit per yes/no fact. A pod's usual combination stays below
+# 256, a small int Python shares, so the flags cost a pod nothing but their slot.
+HAS_OBJECT = 1  # the Pod object itself was seen (not only its events)
+FIRST_BOUND = 2  # nodeName was already set when the object was first seen
+FIRST_FRESH = 4  # ... and the kubelet had written no status yet
+FIRST_SCHEDULED_COND = 8  # ... and PodScheduled was there
+SAW_UNBOUND = 16  # seen without a nodeName at least once
+STATIC = 32  # a mirror pod
+SCHEDULED_EVENT = 64  # a Scheduled event was seen
+FIRST_SEEN_FRESH = HAS_OBJECT | FIRST_BOUND | FIRST_FRESH  # created with a nodeName
+
+
+class PodExtra(msgspec.Struct, gc=False):
+    """The facts most pods never have (a rejection, an eviction, a status message...),
+    kept out of PodState so that a pod without them does not pay a slot for each."""
+
     status_message: str = ""
-    waiting: str = ""
     terminated: str = ""
     unschedulable: str = ""
     unschedulable_message: str = ""
     disruption: tuple[str, str] | None = None
-    deletion_requested: float | None = None
-    scheduled_event: bool = False
     rejection: tuple[str, str] | None = None
     evicted_event: tuple[float, str, str] | None = None
     taint_eviction: tuple[float, str] | None = None
     node_not_ready: float | None = None
     event_waiting: str = ""
+
+
+def _no_milestones() -> list[float | None]:
+    return [None] * len(v.MILESTONES)
+
+
+def _flag(bit: int, doc: str) -> property:
+    def get(pod: PodState) -> bool:
+        return bool(pod.flags & bit)
+
+    def put(pod: PodState, value: bool) -> None:
+        pod.flags = pod.flags | bit if value else pod.flags & ~bit
+
+    return property(get, put, doc=doc)
+
+
+def _rare(name: str) -> property:
+    default = getattr(PodExtra(), name)
+
+    def get(pod: PodState) -> Any:
+        extra = pod.extra
+        return default if extra is None else getattr(extra, name)
+
+    def put(pod: PodState, value: Any) -> None:
+        if pod.extra is None:
+            if value == default:
+                return
+            pod.extra = PodExtra()
+        setattr(pod.extra, name, value)
+
+    return property(get, put)
+
+
+class PodState(msgspec.Struct, gc=False):
+    """One pod's handoff as folded so far.
+
+    A struct without GC tracking (it never forms cycles), its yes/no facts as bits
+    in ``flags`` and its rare facts in ``extra``: hundreds of thousands of these
+    are held at once. The properties below read both as plain attributes.
+    """
+
+    uid: str
+    namespace: str
+    name: str
+    node: str = ""
+    milestones: list[float | None] = msgspec.field(default_factory=_no_milestones)
+    flags: int = 0
+    owner: tuple[str, str] | None = None
+    rv: int | None = None
+    phase: str = ""
+    status_reason: str = ""
+    waiting: str = ""
+    deletion_requested: float | None = None
     started_event: float | None = None
-    # A short list, not a dict: a pod has a handful of Event objects, and a dict
-    # per pod would cost more memory than its records.
-    events: list[EventRecord] = field(default_factory=list)
-    # (observed, milestone and flag bits, phase, reason, waiting) per visible
-    # change: described in words only when shown (report.describe_changes).
-    changes: list[tuple[Any, ...]] = field(default_factory=list)
+    # A tuple (no object) until the pod's first event, then a short list, not a
+    # dict: a pod has a handful of Event objects.
+    events: Sequence[EventRecord] = ()
+    # Visible changes, flat: (observed, milestone and flag bits, phase, reason,
+    # waiting) per watch update, one tuple for all of them; described in words
+    # only when shown (report.describe_changes).
+    changes: tuple[Any, ...] = ()
     reached: int = 0  # bit per milestone set
     coarse: int = 0  # bit per milestone whose time is an object's (1 s precision)
     last_change: float = 0.0
+    extra: PodExtra | None = None
+
+    has_object = _flag(HAS_OBJECT, "the Pod object itself was seen")
+    first_bound = _flag(FIRST_BOUND, "nodeName set when first seen")
+    first_fresh = _flag(FIRST_FRESH, "no kubelet status when first seen")
+    first_scheduled_cond = _flag(FIRST_SCHEDULED_COND, "PodScheduled there when first seen")
+    saw_unbound = _flag(SAW_UNBOUND, "seen without a nodeName")
+    static = _flag(STATIC, "a mirror pod")
+    scheduled_event = _flag(SCHEDULED_EVENT, "a Scheduled event was seen")
+    status_message = _rare("status_message")
+    terminated = _rare("terminated")
+    unschedulable = _rare("unschedulable")
+    unschedulable_message = _rare("unschedulable_message")
+    disruption = _rare("disruption")
+    rejection = _rare("rejection")
+    evicted_event = _rare("evicted_event")
+    taint_eviction = _rare("taint_eviction")
+    node_not_ready = _rare("node_not_ready")
+    event_waiting = _rare("event_waiting")
 
     @property
     def key(self) -> str:
@@ -232,8 +301,11 @@ class Timeline:
 
     def apply(self, event: WatchEvent) -> PodState | None:
         """Fold one watch event; returns the pod it changed, if any."""
-        observed = event.at if event.at is not None else event.time()
-        if self.last_observed is None or observed > self.last_observed:
+        observed = event.at
+        if observed is None:
+            observed = event.time()
+        last = self.last_observed
+        if last is None or observed > last:
             self.last_observed = observed
         self.events_applied += 1
         obj = event.object
@@ -243,18 +315,19 @@ class Timeline:
             except ValidationError:
                 self.skipped["malformed object"] += 1
                 return None
-        kind = obj.kind
-        if event.type == "BOOKMARK":
+        type_ = event.type
+        if type_ == "BOOKMARK":
             return None
-        if event.type == "ERROR":
+        if type_ == "ERROR":
             self.watch_errors.append((observed, (obj.message or "")[:200]))
             return None
+        kind = obj.kind
         if kind == "Pod":
-            return self.apply_pod(observed, event.type, obj)
+            return self.apply_pod(observed, type_, obj)
         if kind == "Event":
             return self.apply_event(observed, obj)
         if kind == "Node":
-            self.apply_node(observed, event.type, obj)
+            self.apply_node(observed, type_, obj)
             return None
         self.skipped[kind or "<no kind>"] += 1
         return None
@@ -264,38 +337,36 @@ class Timeline:
         if meta is None or not meta.name:
             self.skipped["Pod without metadata"] += 1
             return None
-        pod = self._pod_for(meta)
-        if pod.milestones[DELETED] is not None:
+        namespace = meta.namespace or "default"
+        uid = meta.uid or f"{namespace}/{meta.name}"
+        pod = self.pods.get(uid)
+        if pod is None:
+            pod = self._new_pod(uid, namespace, meta.name)
+        elif pod.milestones[DELETED] is not None:
             return None
         rv = rv_number(meta)
-        stale = pod.rv is not None and rv is not None and rv <= pod.rv
+        stale = rv is not None and pod.rv is not None and rv <= pod.rv
         if stale and type_ != "DELETED":
             return None
         if not stale:
-            pod.rv = rv if rv is not None else pod.rv
-            node = obj.spec.nodeName if obj.spec is not None else None
+            if rv is not None:
+                pod.rv = rv
+            spec = obj.spec
+            node = (spec.nodeName if spec is not None else None) or ""
             status = obj.status
             facts = read_status(status if status.__class__ is Status else None)
-            first = not pod.has_object
+            first = not pod.flags & HAS_OBJECT
             if first:
-                self._first_sight(pod, observed, meta, node or "", facts)
-            self._read_pod(pod, observed, meta, node or "", facts, first)
+                self._first_sight(pod, observed, meta, node, facts)
+            self._read_pod(pod, observed, meta, node, facts, first)
         if type_ == "DELETED":
             pod.mark(DELETED, observed)
         self._note_changes(pod, observed)
         return pod
 
-    def _pod_for(self, meta: ObjectMeta) -> PodState:
-        namespace = meta.namespace or "default"
-        name = meta.name
-        uid = meta.uid or f"{namespace}/{name}"
-        pod = self.pods.get(uid)
-        if pod is None:
-            pod = self._new_pod(uid, namespace, name)
-        return pod
-
     def _new_pod(self, uid: str, namespace: str, name: str) -> PodState:
-        pod = PodState(uid, namespace, name)
+        # Namespaces repeat across pods: share them.
+        pod = PodState(uid, intern(namespace), name)
         self.pods[uid] = pod
         key = f"{namespace}/{name}"
         if self.placeholders:
@@ -314,21 +385,25 @@ class Timeline:
         node: str,
         facts: StatusFacts,
     ) -> None:
-        pod.has_object = True
-        pod.first_node = node
-        pod.first_scheduled_cond = facts.scheduled != ""
-        pod.first_fresh = not facts.kubelet_wrote
+        flags = pod.flags | HAS_OBJECT
+        if node:
+            flags |= FIRST_BOUND
+        if facts.scheduled != "":
+            flags |= FIRST_SCHEDULED_COND
+        if not facts.kubelet_wrote:
+            flags |= FIRST_FRESH
         pod.mark(CREATED, observed, timestamp(meta.creationTimestamp))
         if meta.ownerReferences:
             owner = meta.ownerReferences[0]
             pod.owner = (intern(owner.kind), intern(owner.name))
         annotations = meta.annotations or {}
-        pod.static = (
+        static = (
             "kubernetes.io/config.mirror" in annotations
             or annotations.get("kubernetes.io/config.source") == "file"
             or (pod.owner is not None and pod.owner[0] == "Node")
         )
-        if pod.static:
+        pod.flags = flags | STATIC if static else flags
+        if static:
             self._alias_static(pod, annotations)
 
     def _alias_static(self, pod: PodState, annotations: dict[str, str]) -> None:
@@ -337,7 +412,7 @@ class Timeline:
             if isinstance(alias, str) and alias and alias != pod.uid:
                 self.aliases[alias] = pod.uid
                 earlier = self.pods.get(alias)
-                if earlier is not None and not earlier.has_object:
+                if earlier is not None and not earlier.flags & HAS_OBJECT:
                     del self.pods[alias]
                     _merge_events(pod, earlier)
 
@@ -351,17 +426,24 @@ class Timeline:
         first: bool,
     ) -> None:
         if not node:
-            pod.saw_unbound = True
+            pod.flags |= SAW_UNBOUND
         elif not pod.node:
             self._mark_bound(pod, observed, facts)
         # Share strings that repeat across pods; skip the lookup when nothing changed.
         if node and node != pod.node:
             pod.node = intern(node)
-        if facts.phase and facts.phase != pod.phase:
-            pod.phase = intern(facts.phase)
+        phase = facts.phase
+        if phase and phase != pod.phase:
+            pod.phase = phase = intern(phase)
+        else:
+            phase = pod.phase
         if facts.reason != pod.status_reason:
             pod.status_reason = intern(facts.reason)
-        pod.status_message = facts.message
+        extra = pod.extra
+        if extra is not None:
+            extra.status_message = facts.message
+        elif facts.message:
+            pod.status_message = facts.message
         if meta.deletionTimestamp and pod.deletion_requested is None:
             pod.deletion_requested = observed
         if facts.unschedulable:
@@ -371,8 +453,9 @@ class Timeline:
             pod.disruption = facts.disruption
         if facts.waiting != pod.waiting:
             pod.waiting = intern(facts.waiting)
-        pod.terminated = facts.terminated or pod.terminated
-        if pod.phase in ("Succeeded", "Failed"):
+        if facts.terminated:
+            pod.terminated = facts.terminated
+        if phase == "Succeeded" or phase == "Failed":
             pod.mark(FINISHED, observed, facts.latest_finish or facts.start)
         if facts.kubelet_wrote:
             self._read_kubelet_status(pod, observed, facts, first)
@@ -381,7 +464,11 @@ class Timeline:
     def _mark_bound(pod: PodState, observed: float, facts: StatusFacts) -> None:
         if facts.scheduled == "True":
             pod.mark(BOUND, observed, facts.scheduled_at)
-        elif pod.first_fresh and pod.first_node and pod.milestones[CREATED] is not None:
+        elif (
+            pod.flags & FIRST_FRESH
+            and pod.flags & FIRST_BOUND
+            and pod.milestones[CREATED] is not None
+        ):
             pod.put(BOUND, pod.milestones[CREATED], bool(pod.coarse & (1 << CREATED)))
         else:
             pod.mark(BOUND, observed, facts.start)
@@ -390,24 +477,26 @@ class Timeline:
     def _read_kubelet_status(
         pod: PodState, observed: float, facts: StatusFacts, first: bool
     ) -> None:
-        pod.mark(ACK, observed, facts.start)
+        start = facts.start
+        mark = pod.mark
+        mark(ACK, observed, start)
         if pod.phase == "Failed" and _is_rejection(pod.status_reason, pod.status_message):
             pod.rejection = (pod.status_reason, _strip_rejection(pod.status_message))
-            pod.mark(REJECTED, observed, facts.start)
+            mark(REJECTED, observed, start)
         else:
-            pod.mark(ADMITTED, observed, facts.start)
+            mark(ADMITTED, observed, start)
         if facts.sandbox_at is not None:
-            pod.mark(SANDBOX, observed, facts.sandbox_at)
+            mark(SANDBOX, observed, facts.sandbox_at)
         if facts.initialized_at is not None:
-            pod.mark(INITIALIZED, observed, facts.initialized_at)
+            mark(INITIALIZED, observed, facts.initialized_at)
         if facts.ready_at is not None:
-            pod.mark(READY, observed, facts.ready_at)
+            mark(READY, observed, facts.ready_at)
         if facts.all_started_at is not None:
-            pod.mark(STARTED, observed, facts.all_started_at)
+            mark(STARTED, observed, facts.all_started_at)
         if pod.phase == "Running":
             # The phase has no timestamp of its own: the containers' start stands in
             # only when the pod is first seen already running (a list, a late watch).
-            pod.mark(RUNNING, observed, facts.latest_start if first else None)
+            mark(RUNNING, observed, facts.latest_start if first else None)
 
     @staticmethod
     def _note_changes(pod: PodState, observed: float) -> None:
@@ -417,24 +506,24 @@ class Timeline:
         bits = pod.reached
         if pod.deletion_requested is not None:
             bits |= DELETING_BIT
-        if pod.disruption is not None:
+        extra = pod.extra
+        if extra is not None and extra.disruption is not None:
             bits |= DISRUPTION_BIT
         changes = pod.changes
-        if changes:
-            last = changes[-1]
-            if (
-                last[1] == bits
-                and last[2] == pod.phase
-                and last[3] == pod.status_reason
-                and last[4] == pod.waiting
-            ):
-                return
+        if (
+            changes
+            and changes[-4] == bits
+            and changes[-3] == pod.phase
+            and changes[-2] == pod.status_reason
+            and changes[-1] == pod.waiting
+        ):
+            return
         entry = (observed, bits, pod.phase, pod.status_reason, pod.waiting)
         pod.last_change = observed
-        if len(changes) < MAX_CHANGES:
-            changes.append(entry)
-        else:
-            changes[-1] = entry  # keep the latest state; the middle of a long history goes
+        if len(changes) < MAX_CHANGES * CHANGE_FIELDS:
+            pod.changes = changes + entry
+        else:  # keep the latest state; the middle of a long history goes
+            pod.changes = changes[:-CHANGE_FIELDS] + entry
 
     # --------------------------------------------------------------- events
 
@@ -451,7 +540,8 @@ class Timeline:
             return None
         pod = self._pod_for_event(facts)
         key = event_key(facts.key)
-        for record in pod.events:
+        events = pod.events
+        for record in events:
             if record.key == key:
                 if _not_newer(facts, record):
                     return None
@@ -461,22 +551,25 @@ class Timeline:
             # Reasons, sources and routine messages repeat across pods: share them.
             # Other messages mostly name the pod; interning them costs more than it saves.
             message = facts.message
-            pod.events.append(
-                EventRecord(
-                    key,
-                    intern(facts.reason),
-                    intern(facts.type),
-                    intern(facts.component),
-                    intern(facts.host),
-                    intern(message) if facts.reason in ROUTINE_REASONS else message,
-                    facts.first,
-                    facts.last,
-                    facts.count,
-                    observed,
-                )
+            record = EventRecord(
+                key,
+                intern(facts.reason),
+                intern(facts.type),
+                intern(facts.component),
+                intern(facts.host),
+                intern(message) if facts.reason in ROUTINE_REASONS else message,
+                facts.first,
+                facts.last,
+                facts.count,
+                observed,
             )
+            if events:
+                events.append(record)
+            else:
+                pod.events = [record]
         self._event_effects(pod, observed, facts)
-        pod.last_change = max(pod.last_change, observed)
+        if observed > pod.last_change:
+            pod.last_change = observed
         return pod
 
     def _pod_for_event(self, facts: EventFacts) -> PodState:
@@ -484,7 +577,7 @@ class Timeline:
             uid = self.aliases.get(facts.uid, facts.uid)
             pod = self.pods.get(uid)
             if pod is None:
-                pod = PodState(uid, facts.namespace or "default", facts.name)
+                pod = PodState(uid, intern(facts.namespace or "default"), facts.name)
                 self.pods[uid] = pod
                 self.by_name.setdefault(pod.key, uid)
             return pod
@@ -495,17 +588,18 @@ class Timeline:
         placeholder = f"name:{key}"
         pod = self.pods.get(placeholder)
         if pod is None:
-            pod = PodState(placeholder, facts.namespace or "default", facts.name)
+            pod = PodState(placeholder, intern(facts.namespace or "default"), facts.name)
             self.pods[placeholder] = pod
             self.placeholders += 1
         return pod
 
     def _event_effects(self, pod: PodState, observed: float, facts: EventFacts) -> None:
-        when = seen_at(observed, facts.first)
         reason = facts.reason
+        first = facts.first
+        when = first if first is not None and first + 1.0 < observed else observed  # seen_at
         if reason == "Scheduled":
-            pod.scheduled_event = True
-            pod.mark(BOUND, observed, facts.first)
+            pod.flags |= SCHEDULED_EVENT
+            pod.mark(BOUND, observed, first)
             if not pod.node:
                 pod.node = _assigned_node(facts.message)
         elif reason == "FailedScheduling":
@@ -519,23 +613,24 @@ class Timeline:
             return
         if not pod.node and facts.host:
             pod.node = facts.host  # the kubelet that wrote it is the one it was handed to
-        pod.mark(ACK, observed, facts.first)
-        if v.is_admission_reason(reason) and facts.type == "Warning":
+        pod.mark(ACK, observed, first)
+        if facts.type == "Warning" and v.is_admission_reason(reason):
             pod.rejection = pod.rejection or (reason, facts.message)
-            pod.mark(REJECTED, observed, facts.first)
+            pod.mark(REJECTED, observed, first)
         elif reason == "Evicted":
             pod.evicted_event = (when, reason, facts.message)
         else:
-            pod.mark(ADMITTED, observed, facts.first)
-            self._events_only_facts(pod, when, facts)
+            pod.mark(ADMITTED, observed, first)
+            if reason == "Started":
+                if pod.started_event is None or when < pod.started_event:
+                    pod.started_event = when
+            elif reason not in ROUTINE_REASONS or reason == "BackOff":
+                self._events_only_facts(pod, facts)
 
     @staticmethod
-    def _events_only_facts(pod: PodState, when: float, facts: EventFacts) -> None:
+    def _events_only_facts(pod: PodState, facts: EventFacts) -> None:
         """What the kubelet's events alone say, for pods whose object we never see."""
-        if facts.reason == "Started":
-            if pod.started_event is None or when < pod.started_event:
-                pod.started_event = when
-        elif facts.reason in ("BackOff", "Failed"):
+        if facts.reason in ("BackOff", "Failed"):
             message = facts.message
             if "pulling image" in message or "ImagePullBackOff" in message:
                 pod.event_waiting = "ImagePullBackOff"
@@ -701,14 +796,15 @@ class Timeline:
 
     def binding(self, pod: PodState) -> str | None:
         """scheduler | manual | static | unknown, None while unbound."""
-        if pod.static:
+        flags = pod.flags
+        if flags & STATIC:
             return "static"
-        if pod.scheduled_event or (pod.saw_unbound and pod.node):
+        if flags & SCHEDULED_EVENT or (flags & SAW_UNBOUND and pod.node):
             return "scheduler"
         if not pod.node:
             return None
-        if pod.has_object and pod.first_node and pod.first_fresh:
-            return "scheduler" if pod.first_scheduled_cond else "manual"
+        if flags & FIRST_SEEN_FRESH == FIRST_SEEN_FRESH:
+            return "scheduler" if flags & FIRST_SCHEDULED_COND else "manual"
         return "unknown"
 
 
@@ -794,12 +890,14 @@ def _not_newer(facts: EventFacts, record: EventRecord) -> bool:
 def _merge_events(pod: PodState, placeholder: PodState) -> None:
     """Events seen (by name) before their pod: hand their facts to the pod."""
     known = {e.key for e in pod.events}
-    pod.events.extend(e for e in placeholder.events if e.key not in known)
+    added = [e for e in placeholder.events if e.key not in known]
+    if added:
+        pod.events = [*pod.events, *added]
     for index, when in enumerate(placeholder.milestones):
         if when is not None:
             pod.put(index, when, bool(placeholder.coarse & (1 << index)))
+    pod.flags |= placeholder.flags & SCHEDULED_EVENT
     for attr in (
-        "scheduled_event",
         "rejection",
         "evicted_event",
         "taint_eviction",
@@ -863,7 +961,8 @@ class _State(msgspec.Struct, gc=False):
     events_applied: int
 
 
-STATE_VERSION = 1
+# 2: PodState as a struct with flags, ``extra`` and flat ``changes``.
+STATE_VERSION = 2
 
 
 def dump_state(timeline: Timeline) -> bytes:
@@ -895,6 +994,9 @@ def load_state(blob: bytes) -> Timeline:
     if state.version != STATE_VERSION:
         raise ValueError(f"snapshot version {state.version}, expected {STATE_VERSION}")
     timeline = Timeline(state.cluster)
+    for pod in state.pods:
+        if not pod.events:
+            pod.events = ()  # as a fresh pod has them: no empty list per pod
     timeline.pods = {pod.uid: pod for pod in state.pods}
     timeline.nodes = {node.name: node for node in state.nodes}
     timeline.by_name = state.by_name
