@@ -5,7 +5,7 @@ is one score range and ascending score is the triage order. A page walks the mos
 index that applies (the verdict indexes, or the namespace, node or binding index) in that
 order from a keyset cursor, checks the other filters with ZMSCORE, and reads only the views
 it returns. Nothing here loads or scans every pod of a cluster, except free-text search,
-which lets Redis match names server-side (SSCAN MATCH) and orders only the matches.
+which lets Redis match names server-side (ZSCAN MATCH) and orders only the matches.
 """
 
 from __future__ import annotations
@@ -117,45 +117,55 @@ def pods_page(
     return Page(pods, Cursor(*last) if last else None, _total(client, cluster, flt))
 
 
-def _filters(cluster: str, flt: PodFilter) -> list[str]:
-    """Index keys a pod must be in, besides its verdict."""
-    keys = []
+@dataclass(frozen=True)
+class _Sets:
+    """Index keys a pod must be in (besides its verdict's), and keys it must not be in."""
+
+    within: list[str]
+    outside: list[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.within or self.outside)
+
+
+def _filters(cluster: str, flt: PodFilter) -> _Sets:
+    within, outside = [], []
     if flt.namespace:
-        keys.append(store.index_key(cluster, "ns", flt.namespace))
+        within.append(store.index_key(cluster, "ns", flt.namespace))
     if flt.node is not None:
-        keys.append(store.index_key(cluster, "node", flt.node))
-    if flt.binding:
-        keys.append(store.index_key(cluster, store.BINDING, flt.binding))
-    return keys
+        within.append(store.index_key(cluster, "node", flt.node))
+    if flt.binding == "scheduler":  # not indexed: in none of the indexed bindings
+        outside = [store.index_key(cluster, store.BINDING, b) for b in store.INDEXED_BINDINGS]
+    elif flt.binding:
+        within.append(store.index_key(cluster, store.BINDING, flt.binding))
+    return _Sets(within, outside)
 
 
 def _walk(
     client: redis.Redis, cluster: str, flt: PodFilter, after: Cursor | None, limit: int
 ) -> tuple[list[tuple[float, str]], bool]:
     verdicts = flt.ordered_verdicts()
-    filters = _filters(cluster, flt)
+    sets = _filters(cluster, flt)
     verdict_keys = [store.index_key(cluster, "verdict", name) for name in verdicts]
     pipe = client.pipeline(transaction=False)
-    for key in [*verdict_keys, *filters]:
+    for key in [*verdict_keys, *sets.within]:
         pipe.zcard(key)
     sizes = pipe.execute()
     by_verdict = sum(sizes[: len(verdict_keys)])
     # Walk the smallest index that applies; check the others per chunk.
     driver = None
-    if filters:
-        smallest = min(range(len(filters)), key=lambda i: sizes[len(verdict_keys) + i])
+    if sets.within:
+        smallest = min(range(len(sets.within)), key=lambda i: sizes[len(verdict_keys) + i])
         if sizes[len(verdict_keys) + smallest] < by_verdict:
-            driver = filters[smallest]
-    checks = [key for key in filters if key != driver]
-    ranges = [
-        (key if driver is None else driver, *store.verdict_range(name))
-        for key, name in zip(verdict_keys, verdicts, strict=True)
-    ]
+            driver = sets.within[smallest]
+    checks = _Sets([key for key in sets.within if key != driver], sets.outside)
+    size = CHUNK if checks else limit + 1
     found: list[tuple[float, str]] = []
-    for key, low, high in ranges:
+    for key, name in zip(verdict_keys, verdicts, strict=True):
+        low, high = store.verdict_range(name)
         if after is not None and after.score >= high:
             continue
-        for chunk in _ranged(client, key, low, high, after, CHUNK if checks else limit + 1):
+        for chunk in _ranged(client, driver or key, low, high, after, size):
             found.extend(_keep(client, chunk, checks))
             if len(found) > limit:
                 return found[:limit], True
@@ -192,24 +202,25 @@ def _ranged(
 
 
 def _keep(
-    client: redis.Redis, chunk: list[tuple[float, str]], checks: list[str]
+    client: redis.Redis, chunk: list[tuple[float, str]], checks: _Sets
 ) -> list[tuple[float, str]]:
     if not checks or not chunk:
         return chunk
     uids = [uid for _, uid in chunk]
     pipe = client.pipeline(transaction=False)
-    for key in checks:
+    for key in [*checks.within, *checks.outside]:
         pipe.zmscore(key, uids)
-    present = pipe.execute()
+    replies = pipe.execute()
+    within, outside = replies[: len(checks.within)], replies[len(checks.within) :]
     return [
         item
-        for index, item in enumerate(chunk)
-        if all(scores[index] is not None for scores in present)
+        for i, item in enumerate(chunk)
+        if all(s[i] is not None for s in within) and all(s[i] is None for s in outside)
     ]
 
 
 def glob_pattern(q: str) -> str:
-    """SSCAN MATCH pattern of a case-insensitive substring of ``namespace/name``."""
+    """ZSCAN MATCH pattern of a case-insensitive substring of ``namespace/name``."""
     out = []
     for char in q:
         if char in "*?[]\\":
@@ -225,28 +236,29 @@ def glob_pattern(q: str) -> str:
 def _search(
     client: redis.Redis, cluster: str, flt: PodFilter, after: Cursor | None, limit: int
 ) -> tuple[list[tuple[float, str]], bool]:
+    """Free text: Redis matches the names (ZSCAN MATCH over the change index, whose members
+    start with namespace/name); only the matches are scored, filtered and sorted."""
     uids = [
-        member.decode().rpartition(store.NAME_SEPARATOR)[2]
-        for member in client.sscan_iter(
-            store.names_key(cluster), match=glob_pattern(flt.q), count=5000
+        store.member_uid(member)
+        for member, _ in client.zscan_iter(
+            store.changed_key(cluster), match=glob_pattern(flt.q), count=5000
         )
     ]
     verdicts = flt.ordered_verdicts()
-    filters = _filters(cluster, flt)
+    sets = _filters(cluster, flt)
     scored: list[tuple[float, str]] = []
     for start in range(0, len(uids), CHUNK):
         chunk = uids[start : start + CHUNK]
         pipe = client.pipeline(transaction=False)
         for name in verdicts:
             pipe.zmscore(store.index_key(cluster, "verdict", name), chunk)
-        for key in filters:
-            pipe.zmscore(key, chunk)
         replies = pipe.execute()
-        by_verdict, present = replies[: len(verdicts)], replies[len(verdicts) :]
+        candidates = []
         for index, uid in enumerate(chunk):
-            score = next((s[index] for s in by_verdict if s[index] is not None), None)
-            if score is not None and all(p[index] is not None for p in present):
-                scored.append((score, uid))
+            score = next((s[index] for s in replies if s[index] is not None), None)
+            if score is not None:
+                candidates.append((score, uid))
+        scored.extend(_keep(client, candidates, sets))
     scored.sort()
     if after is not None:
         scored = [item for item in scored if item > (after.score, after.uid)]
@@ -254,17 +266,23 @@ def _search(
 
 
 def _total(client: redis.Redis, cluster: str, flt: PodFilter) -> int | None:
-    filters = _filters(cluster, flt)
-    if flt.q or len(filters) > 1:
+    """Exact count of matches when the indexes give it without walking, else None."""
+    sets = _filters(cluster, flt)
+    if flt.q or len(sets.within) + bool(sets.outside) > 1:
         return None
     pipe = client.pipeline(transaction=False)
     for name in flt.ordered_verdicts():
-        if filters:
-            low, high = store.verdict_range(name)
-            pipe.zcount(filters[0], low, f"({high!r}")
-        else:
-            pipe.zcard(store.index_key(cluster, "verdict", name))
-    return sum(pipe.execute())
+        low, high = store.verdict_range(name)
+        pipe.zcard(store.index_key(cluster, "verdict", name))
+        for key in sets.within + sets.outside:
+            pipe.zcount(key, low, f"({high!r}")
+    replies = pipe.execute()
+    step = 1 + len(sets.within) + len(sets.outside)
+    total = 0
+    for start in range(0, len(replies), step):
+        everyone, *parts = replies[start : start + step]
+        total += parts[0] if sets.within else everyone - sum(parts)
+    return total
 
 
 def _views(client: redis.Redis, cluster: str, uids: list[str]) -> dict[str, dict[str, Any]]:
@@ -342,7 +360,8 @@ def changed_since(client: redis.Redis, cluster: str, cursor: str) -> Resume:
         return Resume([], [], reload="removals since the cursor are no longer all known")
     if changed > RESUME_MAX:
         return Resume([], [], reload=f"more than {RESUME_MAX} pods changed")
-    uids = [u.decode() for u in client.zrangebyscore(store.changed_key(cluster), ms, "+inf")]
+    members = client.zrangebyscore(store.changed_key(cluster), ms, "+inf")
+    uids = [store.member_uid(member) for member in members]
     removed = [u.decode() for u in client.zrangebyscore(removed_key, ms, "+inf")]
     views = _views(client, cluster, uids)
     return Resume([views[uid] for uid in uids if uid in views], removed)

@@ -61,7 +61,10 @@ def nodes_key(cluster: str) -> str:
 
 
 INDEXES = ("verdict", "ns", "node")  # moved by write_pods when ``previous`` says so
-BINDING = "binding"  # the fifth index: moved on every write (see write_pods)
+BINDING = "binding"  # the fourth index: moved on every write (see write_pods)
+# Bindings with an index. "scheduler", most pods of most clusters, has none: it is "in none
+# of these", which saves Redis a sorted-set entry per pod ("" is not bound to a node yet).
+INDEXED_BINDINGS = ("", "unknown", "manual", "static")
 
 
 def index_key(cluster: str, by: str, value: str) -> str:
@@ -70,11 +73,6 @@ def index_key(cluster: str, by: str, value: str) -> str:
 
 def changed_key(cluster: str) -> str:
     return k(cluster, "idx", "changed")
-
-
-def names_key(cluster: str) -> str:
-    """Set of ``namespace/name\\nuid``: free-text search is a server-side SSCAN MATCH."""
-    return k(cluster, "idx", "names", "all")
 
 
 def removed_key(cluster: str) -> str:
@@ -93,7 +91,7 @@ RANK_SPAN = 1e10  # seconds: creation times stay below it until the year 2286
 NOT_CREATED = RANK_SPAN - 1  # pods with no known creation time sort last in their verdict
 RANKED: tuple[str, ...] = tuple(sorted(v.VERDICTS, key=lambda name: -v.severity(name)))
 _RANK = {name: index for index, name in enumerate(RANKED)}
-NAME_SEPARATOR = "\n"  # namespace/name NAME_SEPARATOR uid in the names set
+NAME_SEPARATOR = "\n"  # change index members: namespace/name NAME_SEPARATOR uid
 
 
 def rank_score(verdict: str, created: str | float | None) -> float:
@@ -117,7 +115,13 @@ def verdict_of_score(score: float) -> str | None:
 
 
 def name_member(namespace: str, name: str, uid: str) -> str:
+    """A pod in the change index: its name first, so free-text search is a ZSCAN MATCH."""
     return f"{namespace}/{name}{NAME_SEPARATOR}{uid}"
+
+
+def member_uid(member: bytes | str) -> str:
+    text = member.decode() if isinstance(member, bytes) else member
+    return text.rpartition(NAME_SEPARATOR)[2]
 
 
 def _created_seconds(text: str) -> float | None:
@@ -392,19 +396,18 @@ for i = 3, #ARGV do
       redis.call('zrem', prefix .. 'ns:' .. text(view.namespace), uid)
       redis.call('zrem', prefix .. 'node:' .. text(view.node), uid)
       redis.call('zrem', prefix .. 'binding:' .. text(view.binding), uid)
-      redis.call('srem', KEYS[5], text(view.namespace) .. '/' .. text(view.name) .. '\\n' .. uid)
+      redis.call('zrem', KEYS[3], text(view.namespace) .. '/' .. text(view.name) .. '\\n' .. uid)
     end
     redis.call('hdel', KEYS[1], uid)
   end
-  redis.call('zrem', KEYS[3], uid)
   redis.call('zadd', KEYS[4], ms, uid)
 end
 redis.call('zremrangebyrank', KEYS[4], 0, -tonumber(ARGV[2]) - 1)
 return ms
 """
 REMOVED_KEPT = 10_000  # removals remembered for resuming clients; older ones mean "reload"
-# Binding values a pod can leave (static is static from its first sight).
-_BINDINGS_LEFT = ("", "unknown", "manual", "scheduler")
+# Indexed bindings a pod can leave (static is static from its first sight).
+_BINDINGS_LEFT = ("", "unknown", "manual")
 
 
 def write_pods(
@@ -423,7 +426,7 @@ def write_pods(
     blobs = {}
     adds: dict[str, dict[str, float]] = {}
     removes: dict[str, list[str]] = {}
-    names = []
+    members = []
     for uid, (view, _last_change) in views.items():
         blobs[uid] = orjson.dumps(view)
         now = (view["verdict"], view["namespace"], view["node"] or "")
@@ -440,16 +443,16 @@ def write_pods(
                         removes.setdefault(index_key(cluster, BINDING, other), []).append(uid)
         for by, value in zip(INDEXES, now, strict=True):
             adds.setdefault(index_key(cluster, by, value), {})[uid] = score
-        adds.setdefault(index_key(cluster, BINDING, binding), {})[uid] = score
-        names.append(name_member(now[1], view["name"], uid))
+        if binding in INDEXED_BINDINGS:
+            adds.setdefault(index_key(cluster, BINDING, binding), {})[uid] = score
+        members.append(name_member(now[1], view["name"], uid))
         previous[uid] = now
     for key, uids in removes.items():
         pipe.zrem(key, *uids)
-    for key, members in adds.items():
-        pipe.zadd(key, members)
+    for key, scored in adds.items():
+        pipe.zadd(key, scored)
     pipe.hset(pods_key(cluster), mapping=blobs)
-    pipe.sadd(names_key(cluster), *names)
-    pipe.eval(_CHANGED, 2, fold_key(cluster), changed_key(cluster), *blobs)
+    pipe.eval(_CHANGED, 2, fold_key(cluster), changed_key(cluster), *members)
 
 
 def drop_pods(
@@ -466,7 +469,7 @@ def drop_pods(
     prefix = index_key(cluster, "", "")[:-1]
     for start in range(0, len(uids), 1000):
         chunk = uids[start : start + 1000]
-        pipe.eval(_DROP, 5, *keys, names_key(cluster), prefix, REMOVED_KEPT, *chunk)
+        pipe.eval(_DROP, 4, *keys, prefix, REMOVED_KEPT, *chunk)
 
 
 def pod_views(client: redis.Redis, cluster: str) -> dict[str, dict[str, Any]]:

@@ -62,6 +62,9 @@ def test_it_pages_every_pod_in_triage_order(stored):
         PodFilter(node="node-7", verdicts=("rejected", "running")),
         PodFilter(node=""),
         PodFilter(binding="static"),
+        PodFilter(binding="scheduler"),
+        PodFilter(binding="scheduler", verdicts=("stuck", "running"), namespace="ns-2"),
+        PodFilter(binding="scheduler", q="pod-000"),
         PodFilter(binding="manual", namespace="ns-5", verdicts=queries.ATTENTION),
         PodFilter(q="POD-0001"),
         PodFilter(q="NS-1", verdicts=("evicted", "stuck"), node="node-2"),
@@ -119,9 +122,8 @@ def test_it_drops_pods_from_every_index_and_logs_the_removal(redis_client):
             for by in ("ns",)
             for x in views.values()
         )
-    names = {m.decode() for m in redis_client.smembers(store.names_key("big"))}
-    assert not [m for m in names if m.rpartition("\n")[2] in gone]
-    assert len(names) == 35
+    members = redis_client.zrange(store.changed_key("big"), 0, -1)
+    assert {store.member_uid(m) for m in members} == set(views) - set(gone)
     removed = {u.decode() for u in redis_client.zrange(store.removed_key("big"), 0, -1)}
     assert removed == set(gone)
 
