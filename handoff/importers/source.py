@@ -60,7 +60,7 @@ class Input:
             raw = source
             self.total = None
         self._raw = raw
-        head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
+        head = _peek(raw)
         self.gzipped = head == GZIP_MAGIC
         self.stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if self.gzipped else raw
         self._reported = 0
@@ -104,6 +104,18 @@ class Input:
             self.stream.close()
         if self._owned is not None:
             self._owned.close()
+
+
+def _peek(raw: Any) -> bytes:
+    """The first two bytes, left in the stream (seeking back, or from the read buffer)."""
+    if hasattr(raw, "peek"):
+        return raw.peek(2)[:2]
+    if raw.seekable():
+        at = raw.tell()
+        head = raw.read(2)
+        raw.seek(at)
+        return head
+    return b""
 
 
 def split_values(lines: Iterator[bytes], errors: list[LineError]) -> Iterator[Value]:

@@ -323,6 +323,7 @@ def test_it_reads_nothing_from_nothing_without_raising(data):
     events, reader = _read(data)
 
     assert events == []
+    assert reader.format in ("empty", "yaml")
 
 
 def test_it_numbers_trace_lines_as_the_file_does():
@@ -333,3 +334,12 @@ def test_it_numbers_trace_lines_as_the_file_does():
     assert reader.format == "trace"
     assert [e.line for e in events] == [2, 6]
     assert [error.line for error in reader.errors] == [5]
+
+
+def test_it_reads_gzip_from_an_open_stream_too():
+    data = gzip.compress(_kubectl(_list(RUNNING)))
+
+    events, reader = _read(data)
+
+    assert reader.format == "snapshot"
+    assert [e.object.metadata.name for e in events] == ["web"]
