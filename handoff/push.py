@@ -18,6 +18,7 @@ import asyncio
 import logging
 import queue
 import re
+import sys
 import threading
 from typing import Any
 
@@ -28,6 +29,7 @@ GROUP_NAME_MAX = 99  # Channels refuses group names of 100 characters and more.
 NAME = re.compile(r"^[a-zA-Z0-9\-_.]+$")
 MESSAGE_TYPE = "cluster.update"
 MAX_PODS = 500
+SWITCH_INTERVAL = 0.0005  # seconds: see Publisher.publish
 
 
 def cluster_group(cluster: str) -> str | None:
@@ -71,6 +73,9 @@ class Publisher:
         if self.group is None:
             return
         if self._thread is None:
+            # The fold keeps the GIL busy; at the default 5 ms switch interval each of
+            # group_send's Redis round trips waits for it, and pushes queue up behind.
+            sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
             self._thread = threading.Thread(target=self._run, daemon=True)
             self._thread.start()
         try:
