@@ -9,7 +9,8 @@ SOCKET_CLOSE_CODE = """url => new Promise(resolve => {
 })"""
 
 
-def test_it_signs_demo_visitors_in_and_shows_the_banner(page, demo_site, screenshot):
+def test_it_signs_demo_visitors_in_and_shows_the_banner(page, demo_site, redis_client, screenshot):
+    # redis_client empties the store: no clusters registered.
     requested = []
     page.on("request", lambda request: requested.append(request.url))
     page.goto(demo_site + "/")

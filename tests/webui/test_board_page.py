@@ -72,7 +72,11 @@ def test_it_embeds_the_first_page_of_pods_needing_attention(signed_in, cluster):
         ),
     )
     assert attention
-    assert "events" not in initial["pods"][0]
+    row = initial["pods"][0]
+    assert "events" not in row
+    assert {k: row[k] for k in ("uid", "verdict", "stages", "podgc")} == {
+        k: cluster[row["uid"]][k] for k in ("uid", "verdict", "stages", "podgc")
+    }
     text = response.content.decode()
     for attribute in (
         'data-api="/api/clusters/prod/pods"',
