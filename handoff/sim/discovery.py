@@ -64,6 +64,8 @@ RESOURCES: dict[str, list[Obj]] = {
     "batch/v1": [_resource("jobs", True, ["delete", *READ], [], categories=["all"])],
 }
 
+SUBRESOURCES = ("deployments/scale",)
+
 _VALIDATION = [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}]
 
 

@@ -25,7 +25,7 @@ import orjson
 
 from handoff.sim.apiserver import ApiError, APIServer, expired
 from handoff.sim.cluster import Cluster
-from handoff.sim.discovery import KIND, RESOURCES, TABLE, discovery
+from handoff.sim.discovery import KIND, RESOURCES, SUBRESOURCES, TABLE, discovery
 from handoff.sim.events import view
 from handoff.sim.faults import Fault, FaultInjector, FaultSpecError, parse_faults
 from handoff.sim.objects import Obj
@@ -48,6 +48,7 @@ class Route:
     namespace: str | None
     name: str | None
     watch_path: bool = False
+    subresource: str | None = None  # "scale" of a Deployment
 
 
 def parse_path(path: str) -> Route | None:
@@ -65,12 +66,16 @@ def parse_path(path: str) -> Route | None:
     namespace = None
     if len(rest) >= 2 and rest[0] == "namespaces":
         namespace, rest = rest[1], rest[2:]
+    subresource = None
+    if len(rest) == 3 and f"{rest[0]}/{rest[2]}" in SUBRESOURCES and not watch_path:
+        subresource, rest = rest[2], rest[:2]
     if not rest or len(rest) > 2:
         return None
     resource = rest[0]
     if resource not in {r["name"] for r in RESOURCES[group]}:
         return None
-    return Route(group, resource, namespace, rest[1] if len(rest) == 2 else None, watch_path)
+    name = rest[1] if len(rest) == 2 else None
+    return Route(group, resource, namespace, name, watch_path, subresource)
 
 
 @dataclass
@@ -401,9 +406,75 @@ class SimServer:
                 final = self.cluster.jobs.delete(found["metadata"]["uid"])
             return final or found
 
+    def scale(self, route: Route) -> Obj:
+        """GET deployments/NAME/scale: an autoscaling/v1 Scale."""
+        with self.lock:
+            return scale_of(self.api.get("deployments", route.namespace or "", route.name or ""))
+
+    def update_scale(self, route: Route, body: Any, content_type: str | None = None) -> Obj:
+        """PATCH (``content_type`` given) or PUT of the scale subresource: what
+        ``kubectl scale`` sends. Only ``spec.replicas`` is taken."""
+        with self.lock:
+            dep = self.api.get("deployments", route.namespace or "", route.name or "")
+            current = scale_of(dep)
+            if content_type is None:
+                new = body
+            else:
+                try:
+                    new = apply_patch(current, content_type, body)
+                except UnsupportedPatch as exc:
+                    raise ApiError(415, "UnsupportedMediaType", str(exc)) from exc
+                except PatchError as exc:
+                    raise ApiError(422, "Invalid", str(exc)) from exc
+            wanted = ((new or {}).get("metadata") or {}).get("resourceVersion")
+            if wanted not in (None, "") and str(wanted) != dep["metadata"]["resourceVersion"]:
+                raise ApiError(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on deployments.apps "{route.name}": the '
+                    "object has been modified; please apply your changes to the latest "
+                    "version and try again",
+                )
+            replicas = ((new or {}).get("spec") or {}).get("replicas")
+            if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+                raise ApiError(
+                    422,
+                    "Invalid",
+                    f'Scale.autoscaling "{route.name}" is invalid: spec.replicas: Invalid '
+                    f"value: {replicas!r}: must be greater than or equal to 0",
+                )
+            if replicas != dep["spec"].get("replicas"):
+                spec = dict(dep["spec"], replicas=replicas)
+                meta = dict(dep["metadata"])
+                dep = self.cluster.deployments.update_object(
+                    {**dep, "metadata": meta, "spec": spec}
+                )
+            return scale_of(dep)
+
     def delete_pod(self, namespace: str, name: str, grace: int | None) -> Obj:
         with self.lock:
             return self.api.delete("pods", namespace, name, grace)
+
+
+def scale_of(dep: Obj) -> Obj:
+    meta = dep["metadata"]
+    selector = (dep["spec"].get("selector") or {}).get("matchLabels") or {}
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta["uid"],
+            "resourceVersion": meta["resourceVersion"],
+            "creationTimestamp": meta["creationTimestamp"],
+        },
+        "spec": {"replicas": dep["spec"].get("replicas", 1)},
+        "status": {
+            "replicas": (dep.get("status") or {}).get("replicas", 0),
+            "selector": ",".join(f"{k}={v}" for k, v in selector.items()),
+        },
+    }
 
 
 def _itemless(obj: Obj) -> Obj:
@@ -556,6 +627,8 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
             labels = LabelSelector.parse(params.get("labelSelector", ""))
             if route.watch_path or params.get("watch") in ("1", "true", "True"):
                 self._stream(route, fields, labels, params)
+            elif route.subresource == "scale":
+                self._json(200, server.scale(route))
             elif route.name is not None:
                 obj = server.get(route)
                 if self._wants_table():
@@ -685,7 +758,9 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
 
         def _post(self, path: str, params: dict[str, str]) -> None:
             route = parse_path(path)
-            if route is None or route.name or not route.namespace or route.watch_path:
+            if route is None or route.name or not route.namespace:
+                raise ApiError(405, "MethodNotAllowed", "create needs a namespaced collection")
+            if route.watch_path or route.subresource:
                 raise ApiError(405, "MethodNotAllowed", "create needs a namespaced collection")
             if route.resource == "pods":
                 created = server.create_pod(route.namespace, self._body())
@@ -698,11 +773,17 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
         def _patch(self, path: str, params: dict[str, str]) -> None:
             route = self._named(path, "PATCH")
             content_type = self.headers.get("Content-Type") or ""
-            self._json(200, server.patch(route, content_type, self._raw_json()))
+            if route.subresource == "scale":
+                self._json(200, server.update_scale(route, self._raw_json(), content_type))
+            else:
+                self._json(200, server.patch(route, content_type, self._raw_json()))
 
         def _put(self, path: str, params: dict[str, str]) -> None:
             route = self._named(path, "PUT")
-            self._json(200, server.replace(route, self._body()))
+            if route.subresource == "scale":
+                self._json(200, server.update_scale(route, self._body()))
+            else:
+                self._json(200, server.replace(route, self._body()))
 
         def _named(self, path: str, verb: str) -> Route:
             route = parse_path(path)
@@ -718,7 +799,13 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
 
         def _delete(self, path: str, params: dict[str, str]) -> None:
             route = parse_path(path)
-            if route is None or not route.name or not route.namespace or route.watch_path:
+            if (
+                route is None
+                or not route.name
+                or not route.namespace
+                or route.watch_path
+                or route.subresource
+            ):
                 raise ApiError(405, "MethodNotAllowed", "delete needs a namespaced object")
             body = self._body()
             if route.resource == "pods":

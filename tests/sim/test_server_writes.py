@@ -201,10 +201,14 @@ def test_kubectl_applies_a_deployment_with_a_nodename_template_and_deletes_it(
     assert got.stdout.split("\n")[1].split()[:4] == ["web", "3/3", "3", "3"], got.stdout
     again = _kubectl(served, tmp_path, "apply", "-f", str(manifest))
     assert again.stdout.strip() == "deployment.apps/web unchanged", again.stderr
-    scaled = _kubectl(
+    scaled = _kubectl(served, tmp_path, "scale", "deployment", "web", "--replicas=2")
+    assert scaled.stdout.strip() == "deployment.apps/web scaled", scaled.stderr
+    assert apps.read_namespaced_deployment_scale("web", "default").spec.replicas == 2
+    _wait(lambda: apps.read_namespaced_deployment("web", "default").status.replicas == 2)
+    patched = _kubectl(
         served, tmp_path, "patch", "deployment", "web", "-p", '{"spec":{"replicas":1}}'
     )
-    assert scaled.stdout.strip() == "deployment.apps/web patched", scaled.stderr
+    assert patched.stdout.strip() == "deployment.apps/web patched", patched.stderr
     _wait(lambda: apps.read_namespaced_deployment("web", "default").status.replicas == 1)
     deleted = _kubectl(served, tmp_path, "delete", "deployment", "web")
     assert deleted.stdout.strip() == 'deployment.apps "web" deleted', deleted.stderr
