@@ -75,6 +75,7 @@ def test_a_dropped_websocket_reconnects_and_resumes_from_its_cursor(
 
     expect(page.get_by_test_id("live")).to_have_text("live", timeout=20_000)
     expect(_row(page, changed["uid"]).locator(".pill")).to_have_text("stuck")
+    expect(_row(page, changed["uid"])).to_have_class(re.compile(r"\bflash\b"))
     expect(_row(page, removed["uid"])).to_have_count(0)
     expect(_row(page, newcomer["uid"]).locator(".pill")).to_have_text("rejected")
     # Worst first: the stuck pod now leads the table.
@@ -172,3 +173,40 @@ def test_it_lists_clusters_and_pages_through_the_board(
     page.get_by_test_id("card-running").click()
     expect(page).to_have_url(re.compile(r"verdict=running"))
     expect(page.locator("[data-empty]")).to_be_visible()
+
+
+def test_live_rows_keep_the_scroll_position_and_the_filters(page, demo_site, store_client):
+    writer, views = _cluster(store_client, "scroll-board", count=150)
+    page.set_viewport_size({"width": 1280, "height": 500})
+    page.goto(f"{demo_site}/clusters/scroll-board/?namespace=ns-3")
+    expect(page.get_by_test_id("live")).to_have_text("live")
+    rows = page.locator("tbody[data-rows] tr")
+    shown = [x for x in views if x["namespace"] == "ns-3"]
+    expect(rows).to_have_count(len(shown))
+    anchor = rows.nth(len(shown) - 1)
+    anchor.scroll_into_view_if_needed()
+    top = anchor.bounding_box()["y"]
+    # Above the viewport: a pod of ns-3 turns stuck, so it moves to the top, and a new one
+    # of ns-3 appears there; a stuck pod of another namespace must not show at all.
+    moved = {**shown[len(shown) // 2], "verdict": "stuck", "reason": "kubelet-silent"}
+    fresh = {**shown[0], "uid": "e" * 32, "name": "fresh", "verdict": "stuck"}
+    other = next(x for x in views if x["namespace"] != "ns-3")
+    other = {**other, "verdict": "stuck"}
+    cursor = writer.flush([moved, fresh, other])
+    publisher = Publisher("scroll-board")
+    data = {
+        "cursor": cursor,
+        "pods": [moved, fresh, other],
+        "removed": [],
+        "more": False,
+        "evaluated_at": "2026-01-02T00:00:00.000000Z",
+    }
+    publisher.publish({"type": "cluster.update", "data": data})
+    publisher.close()
+    expect(_row(page, fresh["uid"])).to_have_count(1)
+    expect(rows).to_have_count(len(shown) + 1)
+    leader = min((moved, fresh), key=lambda x: (x["milestones"]["created"], x["uid"]))
+    expect(rows.first).to_have_attribute("data-uid", leader["uid"])
+    expect(_row(page, other["uid"])).to_have_count(0)
+    assert abs(anchor.bounding_box()["y"] - top) < 2  # the row under the eye stayed put
+    assert "namespace=ns-3" in page.url
