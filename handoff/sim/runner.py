@@ -78,14 +78,24 @@ class LineBuffer:
             t: f'","type":"{t}","object":'.encode()
             for t in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
         }
+        self._second = -1
+        self._second_text = b""
 
     def add(self, observed: float, type_: str, obj: Obj) -> None:
         if self.writer is None:
             return
+        # format_time(observed), with the second's text encoded once per second.
+        seconds = int(observed)  # virtual time is positive: int() is floor()
+        micros = round((observed - seconds) * 1_000_000)
+        if micros == 1_000_000:
+            seconds, micros = seconds + 1, 0
+        if seconds != self._second:
+            self._second = seconds
+            self._second_text = b'{"observed":"' + format_time(float(seconds))[:19].encode()
         lines = self.lines
         lines.append(
-            b'{"observed":"'
-            + format_time(observed).encode()
+            self._second_text
+            + b".%06dZ" % micros
             + self.prefixes[type_]
             + orjson.dumps(obj)
             + b"}\n"
