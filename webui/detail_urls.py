@@ -36,6 +36,17 @@ urlpatterns = [
         views.api_replay_pod,
         name="api-replay-pod",
     ),
+    # board.js appends its own query to data-api, so the replay board's time is in the path.
+    path(
+        "api/replay/<str:trace_id>/at/<str:at>/summary",
+        views.api_replay_summary,
+        name="api-replay-summary-at",
+    ),
+    path(
+        "api/replay/<str:trace_id>/at/<str:at>/pods",
+        views.api_replay_pods,
+        name="api-replay-pods-at",
+    ),
     path("api/replay/<str:trace_id>/nodes", views.api_replay_nodes, name="api-replay-nodes"),
     path("api/replay/<str:trace_id>/fleet", views.api_replay_fleet, name="api-replay-fleet"),
 ]

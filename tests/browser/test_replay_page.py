@@ -55,7 +55,13 @@ def move_slider(page, at: str) -> None:
 
 
 def rows(page) -> list[str]:
-    return page.locator('[data-testid="replay-pods"] tbody tr').all_inner_texts()
+    return page.locator("#replay-board [data-rows] tr").all_inner_texts()
+
+
+def wait_rows(page, count: int) -> None:
+    page.wait_for_function(
+        "n => document.querySelectorAll('#replay-board [data-rows] tr').length === n", arg=count
+    )
 
 
 def test_it_replays_an_uploaded_trace_through_time(page, replay_site: str, screenshot) -> None:
@@ -65,28 +71,30 @@ def test_it_replays_an_uploaded_trace_through_time(page, replay_site: str, scree
     screenshot("index")
     upload(page, replay_site, TRACES / "stuck-node-missing.jsonl")
     assert "/replay/u-" in page.url
-    page.wait_for_selector("#replay-board[data-loaded]")
     assert at_of(page.url).startswith("2026-03-01T12:30:26")
-    assert len(rows(page)) == 2
+    # The triage board (board.js) on the trace: needing attention first, then all verdicts.
+    wait_rows(page, 1)
+    assert "ghost5" in rows(page)[0]
+    page.select_option('#replay-board select[name="verdict"]', "all")
+    wait_rows(page, 2)
+    assert "verdict=all" in page.url
+    assert page.inner_text('[data-testid="card-running"] [data-n]') == "1"
     screenshot("end")
 
     # Back to 12:30:02: only ghost5 existed, waiting for a kubelet on a missing node.
-    before = page.get_attribute("#replay-board", "data-loaded")
     move_slider(page, "2026-03-01T12:30:02Z")
-    page.wait_for_function(
-        "b => document.getElementById('replay-board').dataset.loaded !== b", arg=before
-    )
+    wait_rows(page, 1)
     assert at_of(page.url).startswith("2026-03-01T12:30:02")
-    assert len(rows(page)) == 1
+    assert "verdict=all" in page.url
     assert "ghost5" in rows(page)[0]
     assert "awaiting-kubelet" in rows(page)[0]
-    assert page.inner_text('[data-testid="cards"] [data-verdict="awaiting-kubelet"]').startswith(
-        "1"
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=card-running] [data-n]').textContent === '0'"
     )
     screenshot("early")
 
     # The pod page at that time, from the board's link; the time travels in the URL.
-    page.click('[data-testid="replay-pods"] a:has-text("ghost5")')
+    page.click('#replay-board [data-rows] a:has-text("ghost5")')
     page.wait_for_selector("#pod-root[data-loaded]")
     assert at_of(page.url).startswith("2026-03-01T12:30:02")
     assert page.get_attribute("#pod-root", "data-loaded") == "awaiting-kubelet"
@@ -101,14 +109,16 @@ def test_it_replays_an_uploaded_trace_through_time(page, replay_site: str, scree
 
 def test_it_plays_forward(page, replay_site: str) -> None:
     sign_in(page, replay_site, USER)
-    page.goto(replay_site + "/replay/f-stuck-node-missing.jsonl/?at=2026-03-01T12:30:00Z")
-    page.wait_for_selector("#replay-board[data-loaded]")
+    page.goto(
+        replay_site + "/replay/f-stuck-node-missing.jsonl/?at=2026-03-01T12:30:00Z&verdict=all"
+    )
+    page.wait_for_selector("#replay-board [data-empty]:not([hidden])")
     assert rows(page) == []
     page.select_option("[data-replay-speed]", "1")
     page.click("[data-replay-play]")
     page.wait_for_function("() => !location.search.includes('12:30:00')", timeout=10_000)
     page.wait_for_function(
-        "() => document.querySelectorAll('[data-testid=replay-pods] tbody tr').length > 0",
+        "() => document.querySelectorAll('#replay-board [data-rows] tr').length > 0",
         timeout=15_000,
     )
     page.click("[data-replay-play]")
@@ -161,8 +171,7 @@ def test_it_shows_hostile_strings_as_text(page, replay_site: str, tmp_path) -> N
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     sign_in(page, replay_site, USER)
     upload(page, replay_site, hostile_trace(tmp_path / "hostile.jsonl"))
-    page.wait_for_selector("#replay-board[data-loaded]")
-    page.click('[data-testid="replay-pods"] a:has-text("bigcpu")')
+    page.click('#replay-board [data-rows] a:has-text("bigcpu")')
     page.wait_for_selector("#pod-root[data-loaded]")
     assert HOSTILE in page.locator('[data-testid="events"] tbody').inner_text()
     assert page.locator("img").count() == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -182,9 +183,9 @@ class ReplaySource:
             "summary": head["summary"],
         }
 
-    def pods(self, filters: dict[str, str], offset: int, limit: int) -> dict[str, Any]:
+    def pods(self, filters: PodFilters, offset: int, limit: int) -> dict[str, Any]:
         """The board's pod list at this time: filtered, worst first, one page of it."""
-        wanted = [p for p in self.rows() if matches(p, filters)]
+        wanted = [p for p in self.rows() if filters.matches(p)]
         wanted.sort(key=_row_sort_key)
         page = wanted[offset : offset + limit]
         by_uid = self.timeline.pods
@@ -203,21 +204,24 @@ def _row_sort_key(row: PodRow) -> tuple[Any, ...]:
     return (-v.severity(row.verdict), row.created or "9999", row.namespace, row.name)
 
 
-def matches(row: PodRow, filters: dict[str, str]) -> bool:
-    """The board's filters: verdict, namespace, node, binding (comma lists) and free text."""
-    for key, value in (
-        ("verdict", row.verdict),
-        ("namespace", row.namespace),
-        ("node", row.node or ""),
-        ("binding", row.binding or ""),
-    ):
-        allowed = filters.get(key)
-        if allowed and value not in allowed.split(","):
+@dataclass(frozen=True)
+class PodFilters:
+    """The board's filters (docs/api.md, /api/clusters/C/pods), applied to a trace's pods."""
+
+    verdicts: frozenset[str] = frozenset()  # empty: every verdict
+    namespace: str = ""
+    node: str | None = None  # "" is "not bound to a node"
+    binding: str = ""
+    q: str = ""  # case-insensitive substring of namespace/name
+
+    def matches(self, row: PodRow) -> bool:
+        if self.verdicts and row.verdict not in self.verdicts:
             return False
-    text = (filters.get("q") or "").strip().lower()
-    if text:
-        haystack = " ".join(
-            x or "" for x in (row.namespace, row.name, row.node, row.reason, row.verdict)
-        )
-        return text in haystack.lower()
-    return True
+        if self.namespace and row.namespace != self.namespace:
+            return False
+        if self.node is not None and (row.node or "") != self.node:
+            return False
+        if self.binding and row.binding != self.binding:
+            return False
+        text = self.q.casefold()
+        return not text or text in f"{row.namespace}/{row.name}".casefold()

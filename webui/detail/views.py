@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import BadRequest as DjangoBadRequest
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
@@ -18,19 +19,21 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods, require_safe
 
 from handoff.trace import format_time, parse_time
+from handoff.verdicts import BINDINGS, VERDICTS
 from webui.demo import is_demo_user
 from webui.detail import traces
 from webui.detail.fleet import SWIMLANE_LIMIT, fleet_digest
 from webui.detail.nodes import nodes_digest
-from webui.detail.sources import LiveSource, ReplaySource
+from webui.detail.sources import LiveSource, PodFilters, ReplaySource
 from webui.detail.traces import TraceFile, TraceRejected
 
 PAGE_LIMIT_MAX = 500
-FILTERS = ("verdict", "namespace", "node", "binding", "q")
+ATTENTION = frozenset(name for name, verdict in VERDICTS.items() if verdict.attention)
 
 
-class BadRequest(ValueError):
-    """A query parameter the API cannot use; the message goes back to the caller."""
+class BadRequest(DjangoBadRequest):
+    """A query parameter the API cannot use; the message goes back to the caller (JSON
+    from the API, Django's 400 page from a page)."""
 
 
 def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
@@ -54,8 +57,8 @@ def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
     return wrapper
 
 
-def _at(request: HttpRequest) -> float | None:
-    raw = request.GET.get("at", "").strip()
+def _at(request: HttpRequest, path_at: str | None = None) -> float | None:
+    raw = (path_at if path_at is not None else request.GET.get("at", "")).strip()
     if not raw:
         return None
     try:
@@ -78,9 +81,11 @@ def _trace(trace_id: str) -> TraceFile:
     return trace
 
 
-def _replay(trace_id: str, request: HttpRequest) -> ReplaySource:
+def _replay(trace_id: str, request: HttpRequest, at: str | None = None) -> ReplaySource:
+    """The trace at ``at`` (a path segment, for board.js's fixed API URLs) or ``?at=``."""
+    when = _at(request, at)
     state = traces.load(_trace(trace_id))
-    return ReplaySource(state, _at(request), _stuck_after())
+    return ReplaySource(state, when, _stuck_after())
 
 
 def _stuck_after() -> float:
@@ -149,20 +154,45 @@ def api_replay(request: HttpRequest, trace_id: str) -> dict[str, Any]:
 
 
 @api
-def api_replay_summary(request: HttpRequest, trace_id: str) -> dict[str, Any]:
-    with _replay(trace_id, request) as source:
+def api_replay_summary(request: HttpRequest, trace_id: str, at: str | None = None) -> dict:
+    with _replay(trace_id, request, at) as source:
         return source.summary()
 
 
 @api
-def api_replay_pods(request: HttpRequest, trace_id: str) -> dict[str, Any]:
-    filters = {key: request.GET.get(key, "") for key in FILTERS}
+def api_replay_pods(request: HttpRequest, trace_id: str, at: str | None = None) -> dict:
+    """The board's pod list (same parameters and shape as /api/clusters/C/pods)."""
+    filters = _pod_filters(request)
     raw = request.GET.get("cursor", "") or "0"
     if not raw.isdigit():
-        raise BadRequest("'cursor' must be the 'next' value of an earlier answer")
+        raise BadRequest("cursor is not one this API returned")
     limit = _limit(request, 100, PAGE_LIMIT_MAX)
-    with _replay(trace_id, request) as source:
-        return source.pods(filters, int(raw), limit)
+    with _replay(trace_id, request, at) as source:
+        body = source.pods(filters, int(raw), limit)
+    return {"cluster": source.state.cluster, "stream_cursor": None, **body}
+
+
+def _pod_filters(request: HttpRequest) -> PodFilters:
+    raw = request.GET.get("verdict", "").strip()
+    verdicts = {x for x in raw.split(",") if x} if raw and raw != "all" else set()
+    unknown = sorted(verdicts - set(VERDICTS))
+    if unknown:
+        raise BadRequest(f"unknown verdict {unknown[0]!r}")
+    if request.GET.get("attention") in ("1", "true"):
+        verdicts = (verdicts or ATTENTION) & ATTENTION
+        if not verdicts:
+            raise BadRequest("none of those verdicts needs attention")
+    binding = request.GET.get("binding", "").strip()
+    if binding and binding not in BINDINGS:
+        raise BadRequest(f"binding must be one of {', '.join(BINDINGS)}")
+    node = request.GET.get("node")
+    return PodFilters(
+        verdicts=frozenset(verdicts),
+        namespace=request.GET.get("namespace", "").strip(),
+        node=None if node is None else node.strip(),
+        binding=binding,
+        q=request.GET.get("q", "").strip()[:200],
+    )
 
 
 @api
@@ -190,6 +220,23 @@ def api_replay_fleet(request: HttpRequest, trace_id: str) -> dict[str, Any]:
 # --------------------------------------------------------------------- pages
 
 
+def _pod_prefix(name: str, *args: str) -> str:
+    """A pod page URL without its namespace/name: what board.js's data-pod-base holds."""
+    return reverse(name, args=[*args, "NS", "NAME"]).removesuffix("NS/NAME/")
+
+
+def _live_context(cluster: str, api_url: str) -> dict[str, Any]:
+    return {
+        "cluster": cluster,
+        "nav_cluster": {"name": cluster},
+        "api_url": api_url,
+        "pod_base": _pod_prefix("detail:pod", cluster),
+        "board_url": _board_url(cluster),
+        "fleet_url": reverse("detail:fleet", args=[cluster]),
+        "nodes_url": reverse("detail:nodes", args=[cluster]),
+    }
+
+
 def _query(request: HttpRequest, *keys: str) -> str:
     kept = {k: request.GET[k] for k in keys if request.GET.get(k)}
     return ("?" + urlencode(kept)) if kept else ""
@@ -197,21 +244,9 @@ def _query(request: HttpRequest, *keys: str) -> str:
 
 @require_safe
 def pod_page(request: HttpRequest, cluster: str, namespace: str, name: str) -> HttpResponse:
-    api_url = reverse("detail:api-pod", args=[cluster, namespace, name])
-    return render(
-        request,
-        "webui/pod.html",
-        {
-            "cluster": cluster,
-            "namespace": namespace,
-            "name": name,
-            "api_url": api_url + _query(request, "uid"),
-            "pod_base": reverse("detail:pod", args=[cluster, "NS", "NAME"]),
-            "board_url": _board_url(cluster),
-            "fleet_url": reverse("detail:fleet", args=[cluster]),
-            "nodes_url": reverse("detail:nodes", args=[cluster]),
-        },
-    )
+    api_url = reverse("detail:api-pod", args=[cluster, namespace, name]) + _query(request, "uid")
+    context = {**_live_context(cluster, api_url), "namespace": namespace, "name": name}
+    return render(request, "webui/pod.html", context)
 
 
 def _board_url(cluster: str) -> str:
@@ -224,34 +259,14 @@ def _board_url(cluster: str) -> str:
 
 @require_safe
 def fleet_page(request: HttpRequest, cluster: str) -> HttpResponse:
-    return render(
-        request,
-        "webui/fleet.html",
-        {
-            "cluster": cluster,
-            "api_url": reverse("detail:api-fleet", args=[cluster]),
-            "pod_base": reverse("detail:pod", args=[cluster, "NS", "NAME"]),
-            "board_url": _board_url(cluster),
-            "nodes_url": reverse("detail:nodes", args=[cluster]),
-            "fleet_url": reverse("detail:fleet", args=[cluster]),
-        },
-    )
+    api_url = reverse("detail:api-fleet", args=[cluster])
+    return render(request, "webui/fleet.html", {**_live_context(cluster, api_url), "nav": "fleet"})
 
 
 @require_safe
 def nodes_page(request: HttpRequest, cluster: str) -> HttpResponse:
-    return render(
-        request,
-        "webui/nodes.html",
-        {
-            "cluster": cluster,
-            "api_url": reverse("detail:api-nodes", args=[cluster]),
-            "pod_base": reverse("detail:pod", args=[cluster, "NS", "NAME"]),
-            "board_url": _board_url(cluster),
-            "nodes_url": reverse("detail:nodes", args=[cluster]),
-            "fleet_url": reverse("detail:fleet", args=[cluster]),
-        },
-    )
+    api_url = reverse("detail:api-nodes", args=[cluster])
+    return render(request, "webui/nodes.html", {**_live_context(cluster, api_url), "nav": "nodes"})
 
 
 @csrf_exempt  # checked below, once the size is known to be acceptable
@@ -302,18 +317,23 @@ def _store_upload(request: HttpRequest) -> HttpResponse:
 def _replay_context(request: HttpRequest, trace_id: str) -> dict[str, Any]:
     trace = _trace(trace_id)
     meta = _trace_meta(trace)
+    chosen = _at(request)
+    at = format_time(chosen if chosen is not None else parse_time(meta["end"]))
     return {
         "trace": meta,
         "trace_id": trace_id,
-        "at": request.GET.get("at") or meta["end"],
-        "replay_url": reverse("detail:replay", args=[trace_id]),
-        "meta_url": reverse("detail:api-replay", args=[trace_id]),
-        "summary_url": reverse("detail:api-replay-summary", args=[trace_id]),
-        "pods_url": reverse("detail:api-replay-pods", args=[trace_id]),
-        "pod_base": reverse("detail:replay-pod", args=[trace_id, "NS", "NAME"]),
+        "at": at,
+        "nav": "replay",
+        "pods_at_url": reverse("detail:api-replay-pods-at", args=[trace_id, at]),
+        "summary_at_url": reverse("detail:api-replay-summary-at", args=[trace_id, at]),
+        "pod_base": _pod_prefix("detail:replay-pod", trace_id),
         "fleet_url": reverse("detail:replay-fleet", args=[trace_id]),
         "nodes_url": reverse("detail:replay-nodes", args=[trace_id]),
         "board_url": reverse("detail:replay", args=[trace_id]),
+        "cards": [
+            {"name": x.name, "attention": x.attention, "summary": x.summary}
+            for x in sorted(VERDICTS.values(), key=lambda x: -x.severity)
+        ],
     }
 
 

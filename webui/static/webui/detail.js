@@ -57,10 +57,10 @@
     return u.pathname + u.search;
   }
 
-  function podUrl(base, namespace, name, uid) {
-    var url = base.replace("/NS/", "/" + encodeURIComponent(namespace) + "/")
-      .replace("/NAME/", "/" + encodeURIComponent(name) + "/");
-    if (uid) url += (url.indexOf("?") < 0 ? "?" : "&") + "uid=" + encodeURIComponent(uid);
+  // Pod pages are <prefix><namespace>/<name>/ (the board's data-pod-base convention).
+  function podUrl(prefix, namespace, name, uid) {
+    var url = prefix + encodeURIComponent(namespace) + "/" + encodeURIComponent(name) + "/";
+    if (uid) url += "?uid=" + encodeURIComponent(uid);
     return withAt(url, currentAt());
   }
 

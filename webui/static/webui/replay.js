@@ -75,49 +75,23 @@
   if (!H.currentAt()) window.history.replaceState(null, "", H.withAt(window.location.pathname + window.location.search, iso(at)));
   document.querySelectorAll("[data-replay-links] a").forEach(function (a) { a.href = H.withAt(a.getAttribute("href"), iso(at)); });
 
-  // ------------------------------------------------------------ the board at that time
+  // ------------------------------------------------- the board (board.js) at that time
+  // board.js appends its own query to data-api, so the time is a path segment there
+  // (/api/replay/<id>/at/<time>/pods): moving the slider re-points it and reloads.
   var board = document.getElementById("replay-board");
-  if (!board || window.HandoffBoard) return;
-
-  function cards(summary) {
-    var box = board.querySelector("[data-cards]");
-    box.textContent = "";
-    H.meta.verdicts.forEach(function (v) {
-      var n = summary.verdicts[v.name] || 0;
-      if (!n && !v.attention) return;
-      var card = H.el("div", null, "verdict-card-count");
-      card.style.setProperty("--c", "var(--v-" + v.name + ")");
-      card.dataset.verdict = v.name;
-      card.appendChild(H.el("strong", n));
-      card.appendChild(H.el("span", v.name));
-      box.appendChild(card);
-    });
+  function repoint() {
+    if (!board || !board.board) return;
+    var swap = function (url) { return url.replace(/\/at\/[^/]+\//, "/at/" + encodeURIComponent(iso(at)) + "/"); };
+    board.dataset.api = board.board.api = swap(board.board.api);
+    board.dataset.summary = board.board.summaryUrl = swap(board.board.summaryUrl);
+    board.board.load(true);
   }
+  document.addEventListener("handoff:at", repoint);
 
-  function pods(list) {
-    var body = board.querySelector('[data-testid="replay-pods"] tbody');
-    body.textContent = "";
-    list.pods.forEach(function (p) {
-      var a = H.link(H.podUrl(board.dataset.podBase, p.namespace, p.name, p.uid), p.namespace + "/" + p.name);
-      a.dataset.podLink = "1";
-      var node = H.el("span", p.node || "–", p.node_exists === false ? "node missing" : "");
-      var tr = H.row([a, node, p.binding || "–", H.badge(p.verdict), p.reason || "", p.since || ""]);
-      tr.dataset.uid = p.uid || "";
-      tr.dataset.verdict = p.verdict;
-      body.appendChild(tr);
-    });
-  }
-
-  function load() {
-    Promise.all([H.fetchJSON(board.dataset.summary), H.fetchJSON(board.dataset.api + "?limit=200")]).then(function (both) {
-      H.status(board, both[0].summary.pods + " pods · " + both[0].summary.nodes + " nodes at " + both[0].evaluated_at +
-        (both[1].total > both[1].pods.length ? " · showing the worst " + both[1].pods.length : ""));
-      cards(both[0].summary);
-      pods(both[1]);
-      board.dataset.loaded = both[0].evaluated_at;
-    }).catch(function (err) { H.status(board, err.message, true); board.dataset.loaded = "error"; });
-  }
-
-  H.onTime(load);
-  load();
+  // Links to pod pages carry the time, whoever drew them (board.js draws the board's).
+  document.addEventListener("click", function (event) {
+    var a = event.target.closest && event.target.closest("a[href]");
+    if (!a || !board || a.getAttribute("href").indexOf(board.dataset.podBase) !== 0) return;
+    a.href = H.withAt(a.getAttribute("href"), iso(at));
+  }, true);
 })();
