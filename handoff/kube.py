@@ -209,22 +209,25 @@ def read_status(status: Status | None) -> StatusFacts:
 
 
 def _read_conditions(facts: StatusFacts, conditions: list[Condition]) -> None:
+    times = _TIMES  # timestamp(), inlined: five of these per pod update
     for cond in conditions:
         kind = cond.type
         true = cond.status == "True"
         if kind in KUBELET_CONDITIONS:
             facts.kubelet_wrote = True
-            if true:
-                at = timestamp(cond.lastTransitionTime)
+            if true and kind != "ContainersReady":
+                text = cond.lastTransitionTime
+                at = times[text] if text in times else _parse_timestamp(text)
                 if kind == "Ready":
                     facts.ready_at = at
                 elif kind == "Initialized":
                     facts.initialized_at = at
-                elif kind != "ContainersReady":
+                else:
                     facts.sandbox_at = at
         elif kind == "PodScheduled":
             facts.scheduled = cond.status
-            facts.scheduled_at = timestamp(cond.lastTransitionTime)
+            text = cond.lastTransitionTime
+            facts.scheduled_at = times[text] if text in times else _parse_timestamp(text)
             if not true:
                 facts.unschedulable = cond.reason or "Unschedulable"
                 facts.unschedulable_message = cond.message or ""

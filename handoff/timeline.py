@@ -81,6 +81,7 @@ ROUTINE_REASONS = frozenset(
     {"Pulling", "Pulled", "Created", "Started", "Killing", "BackOff", "SandboxChanged"}
 )
 DELETING_BIT = v.DELETING_BIT
+_NO_ANNOTATIONS: dict[str, str] = {}  # read only
 DISRUPTION_BIT = v.DISRUPTION_BIT
 
 
@@ -225,17 +226,22 @@ class PodState(msgspec.Struct, gc=False):
         if observed is None:
             return
         coarse = own is not None and own + 1.0 < observed
-        when = own if coarse and own is not None else observed
+        when = own if coarse else observed
         current = self.milestones[index]
-        if current is None:  # the common cases, kept short
-            self.milestones[index] = when
-            self.reached |= 1 << index
-            if coarse:
-                self.coarse |= 1 << index
-            return
-        if not coarse and when >= current and not self.coarse >> index & 1:
-            return
-        self.put(index, when, coarse)
+        # put()'s rule, inlined: most evidence repeats what is known.
+        if current is not None:
+            if self.coarse >> index & 1:  # held: an object's second
+                if when >= current + (0.0 if coarse else 1.0):
+                    return
+            elif (current < when + 1.0) if coarse else (when >= current):
+                return
+        bit = 1 << index
+        self.milestones[index] = when
+        self.reached |= bit
+        if coarse:
+            self.coarse |= bit
+        elif self.coarse & bit:
+            self.coarse &= ~bit
 
     def put(self, index: int, when: float, coarse: bool) -> None:
         current = self.milestones[index]
@@ -396,7 +402,7 @@ class Timeline:
         if meta.ownerReferences:
             owner = meta.ownerReferences[0]
             pod.owner = (intern(owner.kind), intern(owner.name))
-        annotations = meta.annotations or {}
+        annotations = meta.annotations or _NO_ANNOTATIONS
         static = (
             "kubernetes.io/config.mirror" in annotations
             or annotations.get("kubernetes.io/config.source") == "file"

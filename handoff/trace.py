@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any
 
+import msgspec
 import orjson
 
 from handoff.schema import LINE_DECODER, DecodeError, KubeObject, ValidationError, to_object
@@ -35,13 +36,14 @@ GZIP_MAGIC = b"\x1f\x8b"
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(slots=True)
-class WatchEvent:
+class WatchEvent(msgspec.Struct):
     """One line of a trace: what the watcher received, and when.
 
     ``object`` is the part of the Kubernetes object Handoff reads
     (``schema.KubeObject``) when it comes from a reader, or a plain dict when a
     caller builds one; ``raw`` is the line as read, for replay and recording.
+    A struct rather than a dataclass: one is made per line, and a struct is
+    built in C.
     """
 
     observed: str
@@ -172,6 +174,7 @@ class TraceReader:
         anything else goes through ``_parse_line``, which says what is wrong."""
         number = 0
         decode, kinds, types = LINE_DECODER.decode, self.kinds, WATCH_TYPES
+        seconds = _SECONDS
         try:
             for number, raw in enumerate(stream, 1):
                 try:
@@ -180,10 +183,21 @@ class TraceReader:
                     line = None
                 if line is not None and line.object is not None and line.type in types:
                     observed = line.observed
-                    at = _fast_time(observed) if observed is not None else None
-                    kind = line.object.kind
+                    # _fast_time's common case, inlined: one call less per line.
+                    if (
+                        observed is not None
+                        and len(observed) == 27
+                        and observed[19] == "."
+                        and observed[26] == "Z"
+                        and (second := seconds.get(observed[:19])) is not None
+                        and (fraction := observed[20:26]).isascii()
+                        and fraction.isdigit()
+                    ):
+                        at = second + int(fraction) / 1_000_000
+                    else:
+                        at = _fast_time(observed) if observed is not None else None
                     if at is not None and (
-                        kinds is None or kind in kinds or line.type == "BOOKMARK"
+                        kinds is None or line.object.kind in kinds or line.type == "BOOKMARK"
                     ):
                         yield WatchEvent(
                             observed, line.type, line.object, line.cluster, number, at, raw
