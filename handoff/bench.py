@@ -10,23 +10,32 @@ and the simulator's own event rate.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
+import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
+import redis
 
+from handoff import store
+from handoff.devstack import free_port, port_open, start_time, stop_groups
+from handoff.sources.sink import StreamSink
 from handoff.timeline import fold
-from handoff.trace import TraceReader, open_binary
+from handoff.trace import TraceReader, format_time, open_binary, parse_time
 
 TYPED_MODELS = {
     ("v1", "Pod"): "V1Pod",
@@ -55,6 +64,8 @@ class Results:
     command: str
     trace: dict[str, Any] = field(default_factory=dict)
     figures: list[Figure] = field(default_factory=list)
+    # Curves for the figures: name -> points (throughput vs trace size, latency vs rate).
+    series: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def add(self, figure: Figure) -> Figure:
         self.figures.append(figure)
@@ -291,3 +302,571 @@ def markdown(results: Results) -> str:
 
 def to_json(results: Results) -> str:
     return json.dumps(asdict(results), indent=2)
+
+
+# ------------------------------------------------------------------ services
+
+
+class Services:
+    """The real processes the live figures need, started once per run and stopped at the
+    end: a private redis-server, and (for latency) a migrated SQLite database with a
+    signed-in session, a Celery worker on the ``watch`` queue, and Daphne."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.procs: list[subprocess.Popen] = []
+        self._redis_url: str | None = None
+        self.env: dict[str, str] = {}
+
+    def redis_url(self) -> str:
+        if self._redis_url is None:
+            binary = shutil.which("redis-server")
+            if binary is None:
+                raise RuntimeError("redis-server not found (Debian: apt-get install redis-server)")
+            port = free_port()
+            data = self.workdir / "redis"
+            data.mkdir(parents=True, exist_ok=True)
+            argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data)]
+            argv += ["--save", "", "--appendonly", "no"]
+            self._spawn(argv, "redis")
+            self._wait(lambda: port_open(port), "redis-server")
+            self._redis_url = f"redis://127.0.0.1:{port}/0"
+            run_dir = self.workdir / "run"
+            run_dir.mkdir(exist_ok=True)
+            self.env = {
+                **os.environ,
+                "REDIS_URL": self._redis_url,
+                "DATABASE_URL": f"sqlite:///{self.workdir / 'bench.sqlite3'}",
+                "HANDOFF_RUN_DIR": str(run_dir),
+                "HANDOFF_DEMO": "0",
+                "ALLOWED_HOSTS": "127.0.0.1",
+                "DJANGO_SETTINGS_MODULE": "handoff.settings",
+                "PYTHONUNBUFFERED": "1",
+            }
+        return self._redis_url
+
+    def session_cookie(self) -> str:
+        """A signed-in session of a fresh user in the bench's own database."""
+        self.redis_url()
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
+            env=self.env,
+            check=True,
+        )
+        script = (
+            "from django.contrib.auth import get_user_model, SESSION_KEY, BACKEND_SESSION_KEY,"
+            " HASH_SESSION_KEY\n"
+            "from django.contrib.sessions.backends.db import SessionStore\n"
+            "User = get_user_model()\n"
+            "u = User.objects.filter(username='bench').first() or "
+            "User.objects.create_user('bench', password=None)\n"
+            "s = SessionStore()\n"
+            "s[SESSION_KEY] = str(u.pk)\n"
+            "s[BACKEND_SESSION_KEY] = 'django.contrib.auth.backends.ModelBackend'\n"
+            "s[HASH_SESSION_KEY] = u.get_session_auth_hash()\n"
+            "s.create()\n"
+            "print(s.session_key)\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", script],
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        return out.strip().splitlines()[-1]
+
+    def worker(self) -> None:
+        argv = [sys.executable, "-m", "celery", "-A", "handoff", "worker", "-Q", "watch"]
+        argv += ["-c", "1", "-n", "bench@%h", "-l", "warning", "--without-gossip"]
+        argv += ["--without-mingle"]
+        self._spawn(argv, "worker")
+
+    def daphne(self) -> str:
+        port = free_port()
+        argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+        self._spawn([*argv, "handoff.asgi:application"], "daphne")
+        self._wait(lambda: port_open(port), "daphne")
+        return f"127.0.0.1:{port}"
+
+    def _spawn(self, argv: list[str], name: str) -> None:
+        with open(self.workdir / f"{name}.log", "ab") as log:
+            self.procs.append(
+                subprocess.Popen(
+                    argv,
+                    env=self.env or None,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
+
+    def _wait(self, ready: Callable[[], bool], what: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"{what} did not start; see {self.workdir}/*.log")
+
+    def stop(self) -> None:
+        groups = [(p.pid, start_time(p.pid) or 0) for p in self.procs if p.poll() is None]
+        stop_groups(groups, 10)
+        for proc in self.procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        self.procs.clear()
+
+
+# -------------------------------------------------------------------- ingest
+
+
+@dataclass
+class IngestRun:
+    lines: int
+    replay_s: float
+    fold_s: float
+    pods: int
+    progress: list[tuple[int, float]]  # (events folded, seconds) along the way
+    views_bytes: int  # MEMORY USAGE of the pod views, their indexes and the change index
+    used_delta: int  # INFO used_memory after the fold minus before it
+    fold_cpu_s: float = 0.0  # CPU seconds of this process during the fold (a shared
+    # machine's other work does not count in it, as it does in fold_s)
+
+
+def ingest(url: str, trace: Path, cluster: str = "bench") -> IngestRun:
+    """The live path in one process: the trace into the cluster's stream as ``replay``
+    writes it, then one fold worker (``Folder.step`` as the fold task runs it, pushing to
+    the channel layer) until it has folded the whole stream."""
+    from channels_redis.core import RedisChannelLayer
+
+    from handoff.ingest import Folder, FoldSettings
+    from handoff.push import Publisher
+    from handoff.sources.trace import replay
+
+    client = redis.Redis.from_url(url)
+    client.flushall()
+    started = time.perf_counter()
+    reader = replay(client, cluster, trace)
+    replay_s = time.perf_counter() - started
+    lines = int(client.xlen(store.events_key(cluster)))
+    before = int(client.info("memory")["used_memory"])
+    publisher = Publisher(cluster, layer=RedisChannelLayer(hosts=[url]))
+    folder = Folder(client, cluster, FoldSettings(), publisher)
+    progress = []
+    gc.collect()
+    started, cpu = time.perf_counter(), time.process_time()
+    while folder.step():
+        progress.append((folder.events, time.perf_counter() - started))
+    folder.flush()
+    fold_s, fold_cpu_s = time.perf_counter() - started, time.process_time() - cpu
+    publisher.close()
+    del reader
+    after = int(client.info("memory")["used_memory"])
+    keys = [store.pods_key(cluster), store.changed_key(cluster)]
+    keys += list(client.scan_iter(match=store.index_key(cluster, "*", "*"), count=1000))
+    views_bytes = sum(int(client.memory_usage(key, samples=0) or 0) for key in keys)
+    pods = int(client.hlen(store.pods_key(cluster)))
+    snapshot = int(client.memory_usage(store.snapshot_key(cluster), samples=0) or 0)
+    client.close()
+    delta = after - before - snapshot
+    return IngestRun(lines, replay_s, fold_s, pods, progress, views_bytes, delta, fold_cpu_s)
+
+
+def run_ingest_benchmarks(results: Results, services: Services, trace: Path) -> IngestRun:
+    run = ingest(services.redis_url(), trace)
+    rate = run.lines / run.fold_s
+    end_to_end = run.lines / (run.replay_s + run.fold_s)
+    results.add(
+        Figure(
+            "ingest: fold worker, stream → pod views + indexes + push",
+            round(rate),
+            "events/s",
+            "replay: trace → Redis stream",
+            round(run.lines / run.replay_s),
+            round(rate / (run.lines / run.replay_s), 2),
+            "≥ 20k events/s per worker",
+            rate >= 20_000,
+            f"{run.lines} events, {run.pods} pods, one process (Folder.step as the fold "
+            f"task runs it): {run.lines / run.fold_cpu_s:,.0f} events per CPU second of it; "
+            f"trace → views end to end {end_to_end:,.0f}/s",
+        )
+    )
+    per_pod = run.views_bytes / max(1, run.pods)
+    info_per_pod = run.used_delta / max(1, run.pods)
+    results.add(
+        Figure(
+            "ingest: Redis memory per pod",
+            round(per_pod),
+            "bytes",
+            target="≤ 2 KB per pod",
+            met=per_pod <= 2048,
+            note=f"MEMORY USAGE of pod views + indexes over {run.pods} pods; "
+            f"INFO used_memory delta without the snapshot: {info_per_pod:,.0f} B/pod",
+        )
+    )
+    results.series["ingest throughput"] = [
+        {"events": events, "events_per_s": round(events / seconds)}
+        for events, seconds in _thin(run.progress, 40)
+        if seconds > 0
+    ]
+    return run
+
+
+def _thin(points: list[Any], count: int) -> list[Any]:
+    if len(points) <= count:
+        return points
+    step = len(points) / count
+    return [points[int(i * step)] for i in range(count)] + [points[-1]]
+
+
+# ------------------------------------------------------------------- latency
+
+LATENCY_CLUSTER = "latency"
+
+
+def _pod(cluster: str, n: int, stamp: str) -> dict[str, Any]:
+    """A pod as a watch shows it once its kubelet reports it running (most pods of a
+    busy cluster are: a pod whose verdict can still change with time alone would also be
+    re-judged by every sweep)."""
+    return {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {
+            "name": f"p{n}",
+            "namespace": "bench",
+            "uid": f"{cluster}-{n}",
+            "resourceVersion": str(n + 1),
+            "creationTimestamp": stamp,
+        },
+        "spec": {"nodeName": f"node-{n % 50}", "containers": [{"name": "c", "image": "x"}]},
+        "status": {
+            "phase": "Running",
+            "startTime": stamp,
+            "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp},
+                {"type": "Initialized", "status": "True", "lastTransitionTime": stamp},
+                {"type": "ContainersReady", "status": "True", "lastTransitionTime": stamp},
+                {"type": "Ready", "status": "True", "lastTransitionTime": stamp},
+            ],
+            "containerStatuses": [
+                {"name": "c", "ready": True, "started": True, "restartCount": 0,
+                 "state": {"running": {"startedAt": stamp}}}
+            ],
+        },
+    }  # fmt: skip
+
+
+class Feeder:
+    """Plays a watcher at a steady rate: each tick hands the pods created since the last one
+    to a ``StreamSink`` (as a watch task writes what it read), stamped with the time they
+    were handed over; ``sent`` keeps that time per pod name."""
+
+    def __init__(self, url: str, cluster: str, tick: float = 0.005) -> None:
+        self.client = redis.Redis.from_url(url)
+        self.sink = StreamSink(self.client, cluster, "pods")
+        self.cluster = cluster
+        self.tick = tick
+        self.sent: dict[str, float] = {}
+        self.next = 0
+
+    def run(self, rate: float, seconds: float) -> None:
+        """Hand over ``rate * seconds`` pods, evenly over ``seconds``."""
+        total = int(rate * seconds)
+        start = time.monotonic()
+        done = 0
+        while done < total:
+            due = min(total, int((time.monotonic() - start) * rate))
+            if due > done:
+                self._write(due - done)
+                done = due
+            time.sleep(self.tick)
+
+    def _write(self, count: int) -> None:
+        now = time.time()
+        stamp = format_time(now)
+        batch = [
+            ("ADDED", _pod(self.cluster, n, stamp)) for n in range(self.next, self.next + count)
+        ]
+        self.sink.write(batch, observed=now)
+        for _, obj in batch:
+            self.sent[obj["metadata"]["name"]] = now
+        self.next += count
+
+
+async def _listen(
+    url: str,
+    ws_address: str,
+    cookie: str,
+    seen_ws: dict[str, float],
+    seen_group: dict[str, float],
+    flushed: dict[str, float],
+    ready: threading.Event,
+    done: asyncio.Event,
+) -> None:
+    """A websocket client signed in to Daphne, and a plain Channels group member, both
+    noting when each pod first arrives."""
+    import aiohttp
+    from channels_redis.core import RedisChannelLayer
+
+    from handoff.push import cluster_group
+
+    layer = RedisChannelLayer(hosts=[url])
+    channel = await layer.new_channel()
+    await layer.group_add(cluster_group(LATENCY_CLUSTER), channel)
+
+    async def group() -> None:
+        while not done.is_set():
+            message = await layer.receive(channel)
+            now = time.time()
+            # The fold's clock when it wrote these views (its flush).
+            at = parse_time(message["data"]["evaluated_at"])
+            for pod in message["data"]["pods"]:
+                seen_group.setdefault(pod["name"], now)
+                flushed.setdefault(pod["name"], at)
+
+    headers = {"Origin": f"http://{ws_address}", "Cookie": f"sessionid={cookie}"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(
+            f"ws://{ws_address}/ws/clusters/{LATENCY_CLUSTER}/", headers=headers, max_msg_size=0
+        ) as ws,
+    ):
+        hello = await ws.receive_json(timeout=30)
+        if hello.get("type") != "hello":
+            raise RuntimeError(f"websocket refused: {hello}")
+        task = asyncio.ensure_future(group())
+        ready.set()
+        while not done.is_set():
+            try:
+                frame = await ws.receive(timeout=0.2)
+            except TimeoutError:
+                continue
+            if frame.type != aiohttp.WSMsgType.TEXT:
+                break
+            now = time.time()
+            message = orjson.loads(frame.data)
+            if message.get("type") == "cluster.update":
+                for pod in message["data"]["pods"]:
+                    seen_ws.setdefault(pod["name"], now)
+        task.cancel()
+    await layer.group_discard(cluster_group(LATENCY_CLUSTER), channel)
+
+
+def _feed(url: str, rate: float, seconds: float, first: int, out: str) -> None:
+    feeder = Feeder(url, LATENCY_CLUSTER)
+    feeder.next = first
+    feeder.run(rate, seconds)
+    Path(out).write_bytes(orjson.dumps(feeder.sent))
+
+
+def _feed_elsewhere(
+    url: str, rate: float, seconds: float, first: int, workdir: Path
+) -> dict[str, float]:
+    """Run the feeder in a process of its own, so the clients measuring here never wait
+    for the GIL behind it; returns when each pod was handed over."""
+    import multiprocessing
+
+    out = workdir / "sent.json"
+    context = multiprocessing.get_context("spawn")
+    proc = context.Process(target=_feed, args=(url, rate, seconds, first, str(out)))
+    proc.start()
+    proc.join()
+    if proc.exitcode != 0:
+        raise RuntimeError(f"the feeder failed with exit code {proc.exitcode}")
+    return orjson.loads(out.read_bytes())
+
+
+def _caught_up(client: redis.Redis, cluster: str, timeout: float) -> None:
+    """Wait until the fold has folded the stream's last entry (or ``timeout`` passed)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = client.xrevrange(store.events_key(cluster), count=1)
+        if not last or store.fold_state(client, cluster).get("cursor") == last[0][0].decode():
+            return
+        time.sleep(0.1)
+
+
+def _percentiles(latencies: list[float]) -> dict[str, float]:
+    ordered = sorted(latencies)
+    if not ordered:
+        return {"p50_ms": float("nan"), "p99_ms": float("nan"), "n": 0}
+
+    def at(q: float) -> float:
+        return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+
+    return {"p50_ms": at(0.50), "p99_ms": at(0.99), "max_ms": at(1.0), "n": len(ordered)}
+
+
+def live_latency(
+    services: Services, rates: list[int], seconds: float, warmup: float = 1.0
+) -> list[dict[str, Any]]:
+    """Watch event handed to the sink → pod in a websocket frame from Daphne, and → pod in
+    a Channels group message, at each rate, through a real fold task in a Celery worker."""
+    url = services.redis_url()
+    cookie = services.session_cookie()
+    client = redis.Redis.from_url(url)
+    client.flushall()
+    store.register_cluster(client, store.ClusterConfig(name=LATENCY_CLUSTER, kind="trace"))
+    services.worker()
+    address = services.daphne()
+    from celery import Celery
+
+    Celery(broker=url).send_task("handoff.tasks.fold", args=[LATENCY_CLUSTER], queue="watch")
+    services._wait(
+        lambda: client.exists(store.lease_key(LATENCY_CLUSTER, store.FOLD)), "the fold task", 60
+    )
+    seen_ws: dict[str, float] = {}
+    seen_group: dict[str, float] = {}
+    flushed: dict[str, float] = {}
+    ready = threading.Event()
+    loop = asyncio.new_event_loop()
+    done = asyncio.Event()
+
+    def listen() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(
+            _listen(url, address, cookie, seen_ws, seen_group, flushed, ready, done)
+        )
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    if not ready.wait(60):
+        raise RuntimeError("the websocket client did not connect")
+    rows = []
+    first = 0
+    for rate in rates:
+        sent = _feed_elsewhere(url, rate, seconds, first, services.workdir)
+        _caught_up(client, LATENCY_CLUSTER, timeout=30)
+        time.sleep(1.0)  # let the last pods through Daphne
+        names = [f"p{n}" for n in range(first, first + len(sent))]
+        first += len(sent)
+        skip = int(warmup * rate)
+        measured = names[skip:]
+        row = {"rate": rate, "events": len(names), "seconds": seconds}
+        for path, seen in (("websocket", seen_ws), ("group", seen_group), ("flush", flushed)):
+            lost = sum(1 for name in measured if name not in seen)
+            stats = _percentiles([seen[n] - sent[n] for n in measured if n in seen])
+            row[path] = {**stats, "missing": lost}
+        rows.append(row)
+    loop.call_soon_threadsafe(done.set)
+    listener.join(timeout=10)
+    client.close()
+    return rows
+
+
+def run_latency_benchmarks(
+    results: Results, services: Services, rates: list[int], seconds: float
+) -> None:
+    rows = live_latency(services, rates, seconds)
+    results.series["live latency"] = rows
+    for row in rows:
+        ws, group, flush = row["websocket"], row["group"], row["flush"]
+        fold_part = (
+            f"; of which observed → fold's flush p50 {flush['p50_ms']} / p99 {flush['p99_ms']} ms"
+        )
+        missing = f"; {ws['missing']} pods never arrived" if ws["missing"] else ""
+        if row["rate"] in (1000, 5000) or row["rate"] == max(rates):
+            target = "p99 ≤ 250 ms at 5k events/s" if row["rate"] == 5000 else ""
+            results.add(
+                Figure(
+                    f"live: observed → websocket frame at {row['rate']:,} events/s",
+                    ws["p99_ms"],
+                    "ms p99",
+                    target=target,
+                    met=(ws["p99_ms"] <= 250 and not ws["missing"]) if target else None,
+                    note=f"p50 {ws['p50_ms']} ms, max {ws['max_ms']} ms over {ws['n']} pods "
+                    f"({row['seconds']:.0f} s, first second dropped){fold_part}{missing}",
+                )
+            )
+        if row["rate"] == 2000:
+            results.add(
+                Figure(
+                    "live: observed → Channels group message at 2,000 events/s",
+                    group["p99_ms"],
+                    "ms p99",
+                    target="p99 ≤ 100 ms at 2k events/s",
+                    met=group["p99_ms"] <= 100 and not group["missing"],
+                    note=f"p50 {group['p50_ms']} ms, max {group['max_ms']} ms "
+                    f"over {group['n']} pods{fold_part}",
+                )
+            )
+
+
+# ------------------------------------------------------------------- figures
+
+
+def write_figures(results: Results, out_dir: Path, stem: str = "benchmarks") -> list[Path]:
+    """Plotly figures of the curves, as HTML (plotly.js once, beside them) and PNG (the
+    HTML rendered by headless Chromium: nothing to download)."""
+    import plotly.graph_objects as go
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures = {}
+    ingest_points = results.series.get("ingest throughput")
+    if ingest_points:
+        fig = go.Figure(
+            go.Scatter(
+                x=[p["events"] for p in ingest_points],
+                y=[p["events_per_s"] for p in ingest_points],
+                mode="lines+markers",
+                name="fold worker (stream → views, indexes, push)",
+            )
+        )
+        fig.add_hline(y=20_000, line_dash="dash", annotation_text="target 20k events/s")
+        fig.update_layout(
+            title="Ingest throughput vs events folded so far (one worker process)",
+            xaxis_title="events folded",
+            yaxis_title="events/s (cumulative)",
+        )
+        figures["throughput"] = fig
+    latency_rows = results.series.get("live latency")
+    if latency_rows:
+        fig = go.Figure()
+        rates = [row["rate"] for row in latency_rows]
+        for path, label in (("websocket", "→ websocket frame"), ("group", "→ Channels group")):
+            for q, dash in (("p50_ms", "dot"), ("p99_ms", "solid")):
+                fig.add_trace(
+                    go.Scatter(
+                        x=rates,
+                        y=[row[path][q] for row in latency_rows],
+                        mode="lines+markers",
+                        line_dash=dash,
+                        name=f"{label} {q[:3]}",
+                    )
+                )
+        fig.add_hline(y=250, line_dash="dash", annotation_text="websocket p99 target")
+        fig.add_hline(y=100, line_dash="dash", annotation_text="group p99 target")
+        fig.update_layout(
+            title="Live latency: watch event observed → delivered",
+            xaxis_title="events/s",
+            yaxis_title="ms",
+        )
+        figures["latency"] = fig
+    written = []
+    for name, fig in figures.items():
+        html = out_dir / f"{stem}-{name}.html"
+        fig.write_html(html, include_plotlyjs="directory", full_html=True)
+        written.append(html)
+    if written:
+        written += _screenshots(written)
+    return written
+
+
+def _screenshots(pages: list[Path]) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    out = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1000, "height": 600})
+        for html in pages:
+            page.goto(html.resolve().as_uri())
+            page.wait_for_selector(".main-svg")
+            png = html.with_suffix(".png")
+            page.screenshot(path=str(png))
+            out.append(png)
+        browser.close()
+    return out

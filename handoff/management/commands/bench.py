@@ -1,20 +1,112 @@
-"""``manage.py bench``: measure Handoff beside its baselines, in one run."""
+"""``manage.py bench``: measure Handoff beside its baselines, in one run.
+
+The run is a list of sections (``SECTIONS``), each a function of the run's ``Run``; a new
+figure (the API's p50/p99, the board's first paint) is one more function and one more entry.
+"""
 
 from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handoff import bench
 
 # (nodes, pods, churn pods/s, virtual seconds): the scale trace to fold.
 FULL = (5000, 150_000, 400.0, 300.0)
 QUICK = (500, 10_000, 100.0, 60.0)
+# Live latency: events/s to feed, seconds at each rate.
+RATES = [1000, 2000, 5000]
+LATENCY_SECONDS = {True: 3.0, False: 15.0}
+
+
+@dataclass
+class Run:
+    """What the sections share: options, where to work, the trace, started services."""
+
+    results: bench.Results
+    quick: bool
+    workdir: Path
+    services: bench.Services
+    say: Callable[[str], object]
+    trace: Path | None = None
+
+    def scale(self) -> tuple[float, int, float, float]:
+        return QUICK if self.quick else FULL
+
+
+def simulator(run: Run) -> None:
+    """Record the scale scenario (the trace the fold and ingest sections use)."""
+    if run.trace is not None:
+        return  # a given trace: no recording, no simulator figures
+    nodes, pods, churn, duration = run.scale()
+    run.trace = run.workdir / f"scale-{nodes}-{pods}.jsonl"
+    run.say(f"recording the scale scenario ({nodes} nodes, {pods} pods)...")
+    seconds = bench.record_scale_trace(run.trace, nodes, pods, churn, duration)
+    lines = bench.count_lines(run.trace)
+    run.results.add(
+        bench.Figure(
+            "simulator: scale at --speed max",
+            round(lines / seconds),
+            "events/s",
+            target="≥ 50k events/s",
+            met=lines / seconds >= 50_000,
+            note=f"{lines} events, {nodes} nodes, {pods} pods, recording included",
+        )
+    )
+    run.say("running it again without recording...")
+    events, loop_seconds = bench.simulate_without_recording(nodes, pods, churn, duration)
+    run.results.add(
+        bench.Figure(
+            "simulator: scale at --speed max, nothing recorded",
+            round(events / loop_seconds),
+            "events/s",
+            note=f"{events} watch events from the fan-out, run loop only (no build)",
+        )
+    )
+
+
+def fold(run: Run) -> None:
+    run.say(f"folding {run.trace}...")
+    bench.run_fold_benchmarks(
+        run.results,
+        _trace(run),
+        typed_limit=20_000 if run.quick else 100_000,
+        memory_lines=50_000 if run.quick else 400_000,
+    )
+
+
+def ingest(run: Run) -> None:
+    run.say("ingesting the trace into Redis with one fold worker...")
+    bench.run_ingest_benchmarks(run.results, run.services, _trace(run))
+
+
+def latency(run: Run) -> None:
+    run.say("live latency through a Celery fold worker, channels-redis and Daphne...")
+    bench.run_latency_benchmarks(run.results, run.services, RATES, LATENCY_SECONDS[run.quick])
+
+
+# In order. The lead adds "api" (p50/p99 of /api/clusters/C/pods?verdict=stuck) and
+# "first-paint" (the board in headless Chromium) here, with 150,000 pods stored.
+SECTIONS: dict[str, Callable[[Run], None]] = {
+    "simulator": simulator,
+    "fold": fold,
+    "ingest": ingest,
+    "latency": latency,
+}
+NEEDS_TRACE = {"fold", "ingest"}
+
+
+def _trace(run: Run) -> Path:
+    if run.trace is None:
+        raise CommandError("no trace: run the simulator section or pass --trace")
+    return run.trace
 
 
 class Command(BaseCommand):
@@ -27,49 +119,45 @@ class Command(BaseCommand):
             "--trace", help="fold this trace instead of recording the simulator's scale scenario"
         )
         parser.add_argument("--markdown", help="also write the markdown table here")
+        parser.add_argument(
+            "--only",
+            action="append",
+            choices=list(SECTIONS),
+            help=f"run only these sections (repeatable; default all: {', '.join(SECTIONS)})",
+        )
+        parser.add_argument(
+            "--figures",
+            metavar="DIR",
+            help="write the Plotly figures (HTML and PNG) here, e.g. docs/",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        quick = options["quick"]
-        results = bench.Results(bench.machine(), shlex.join(["python", *sys.argv]))
         workdir = Path(settings.BASE_DIR) / ".run" / "bench"
         workdir.mkdir(parents=True, exist_ok=True)
-        trace = Path(options["trace"]) if options["trace"] else None
-        if trace is None:
-            nodes, pods, churn, duration = QUICK if quick else FULL
-            trace = workdir / f"scale-{nodes}-{pods}.jsonl"
-            self.stderr.write(f"recording the scale scenario ({nodes} nodes, {pods} pods)...")
-            seconds = bench.record_scale_trace(trace, nodes, pods, churn, duration)
-            lines = bench.count_lines(trace)
-            results.add(
-                bench.Figure(
-                    "simulator: scale at --speed max",
-                    round(lines / seconds),
-                    "events/s",
-                    target="≥ 50k events/s",
-                    met=lines / seconds >= 50_000,
-                    note=f"{lines} events, {nodes} nodes, {pods} pods, recording included",
-                )
-            )
-            self.stderr.write("running it again without recording...")
-            events, loop_seconds = bench.simulate_without_recording(nodes, pods, churn, duration)
-            results.add(
-                bench.Figure(
-                    "simulator: scale at --speed max, nothing recorded",
-                    round(events / loop_seconds),
-                    "events/s",
-                    note=f"{events} watch events from the fan-out, run loop only (no build)",
-                )
-            )
-        self.stderr.write(f"folding {trace}...")
-        bench.run_fold_benchmarks(
+        results = bench.Results(bench.machine(), shlex.join(["python", *sys.argv]))
+        run = Run(
             results,
-            trace,
-            typed_limit=20_000 if quick else 100_000,
-            memory_lines=50_000 if quick else 400_000,
+            options["quick"],
+            workdir,
+            bench.Services(workdir),
+            lambda text: self.stderr.write(text),
+            Path(options["trace"]) if options["trace"] else None,
         )
+        chosen = options["only"] or list(SECTIONS)
+        if run.trace is None and NEEDS_TRACE & set(chosen) and "simulator" not in chosen:
+            chosen = ["simulator", *chosen]
+        try:
+            for name in SECTIONS:
+                if name in chosen:
+                    SECTIONS[name](run)
+        finally:
+            run.services.stop()
         table = bench.markdown(results)
         self.stdout.write(table)
         if options["json_out"]:
             Path(options["json_out"]).write_text(bench.to_json(results))
         if options["markdown"]:
             Path(options["markdown"]).write_text(table)
+        if options["figures"]:
+            for path in bench.write_figures(results, Path(options["figures"])):
+                self.stderr.write(f"wrote {path}")
