@@ -123,6 +123,8 @@ def test_it_replays_a_server_side_trace_at_a_time(signed_in, settings):
     assert meta["start"] < meta["end"]
     early = signed_in.get(f"/api/replay/{trace}/summary?at=2026-03-01T12:30:02Z").json()
     late = signed_in.get(f"/api/replay/{trace}/summary").json()
+    assert early["kind"] == "replay"
+    assert early["summary"]["attention"] == 1
     assert early["summary"]["pods"] == 1
     assert late["summary"]["pods"] == 2
     pod_early = signed_in.get(

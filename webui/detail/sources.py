@@ -176,11 +176,15 @@ class ReplaySource:
 
     def summary(self) -> dict[str, Any]:
         head, _, _ = outline(self.timeline, self.at, self.stuck_after)
+        counts = head["summary"]["verdicts"]
+        attention = sum(n for name, n in counts.items() if v.VERDICTS[name].attention)
         return {
             "cluster": head["cluster"],
+            "kind": "replay",
+            "stream_cursor": None,
             "evaluated_at": head["evaluated_at"],
             "stuck_after": head["stuck_after"],
-            "summary": head["summary"],
+            "summary": {**head["summary"], "attention": attention},
         }
 
     def pods(self, filters: PodFilters, offset: int, limit: int) -> dict[str, Any]:
