@@ -8,6 +8,7 @@ PY := $(VENV)/bin/python
 RUNTIME := $(VENV)/.requirements.stamp
 DEV := $(VENV)/.requirements-dev.stamp
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
 .PHONY: demo test bench lint fmt clean redis-server chromium kubectl
 
@@ -19,13 +20,9 @@ demo: $(RUNTIME) redis-server
 test: $(DEV) redis-server chromium kubectl
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-## make bench: the benchmarks (`python manage.py bench` once it exists)
-bench: $(DEV) redis-server
-	@if $(PY) manage.py help --commands | grep -qx bench; then \
-	  $(PY) manage.py bench; \
-	else \
-	  echo "no benchmarks yet: 'python manage.py bench' arrives with the ingestion and simulator"; \
-	fi
+## make bench: the benchmarks (docs/benchmarks.md), e.g. make bench BENCH_ARGS=--quick
+bench: $(DEV) redis-server chromium
+	$(PY) manage.py bench --json .run/bench/results.json --figures .run/bench $(BENCH_ARGS)
 
 ## make lint: ruff (lint and format) and the import layering contracts
 lint: $(DEV)
