@@ -143,7 +143,7 @@ def test_redis_killed_and_restarted_mid_ingest_loses_nothing(tmp_path: Path) -> 
     client = redis.Redis.from_url(url)
     run = fr.start(tmp_path, client, None, redis_url=url)
     try:
-        wait_until(lambda: client.xlen(store.events_key(fr.CLUSTER)) > 200, 30, "some events")
+        wait_until(lambda: client.xlen(store.events_key(fr.CLUSTER)) > 80, 30, "some events")
         before = client.xlen(store.events_key(fr.CLUSTER))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
