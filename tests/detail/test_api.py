@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 import redis
 from django.contrib.auth.models import User
 
+from handoff import store
 from tests.detail.tracedata import HOSTILE, TRACES, fold_into_redis, hostile_trace
 
 pytestmark = pytest.mark.django_db
@@ -176,3 +178,19 @@ def test_it_stores_an_upload_and_refuses_what_is_not_a_trace(signed_in, settings
         refused = signed_in.post("/replay/", {"trace": upload})
     assert refused.status_code == 400
     assert b"not a Handoff trace" in refused.content
+
+
+def test_it_picks_the_newest_of_a_reused_name_and_any_by_uid(signed_in, redis_client):
+    fold_into_redis(redis_client, "c-reused", TRACES / "recreated-same-name.jsonl")
+    uids = [
+        view["uid"]
+        for view in (orjson.loads(raw) for raw in redis_client.hvals(store.pods_key("c-reused")))
+    ]
+    assert len(uids) == 2
+    body = signed_in.get("/api/clusters/c-reused/pods/data/db-0").json()
+    assert len(body["same_name"]) == 1
+    other = body["same_name"][0]
+    assert other["created"] <= body["milestones"]["created"]
+    older = signed_in.get(f"/api/clusters/c-reused/pods/data/db-0?uid={other['uid']}").json()
+    assert older["uid"] == other["uid"]
+    assert older["same_name"][0]["uid"] == body["uid"]

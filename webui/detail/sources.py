@@ -56,6 +56,10 @@ def with_others(view: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[
     return {**view, "same_name": sorted(others, key=lambda o: o["created"] or "")}
 
 
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
 class LiveSource:
     """A watched cluster: views as the fold worker stored them."""
 
@@ -84,13 +88,21 @@ class LiveSource:
             view = orjson.loads(raw) if raw else None
             if view is None or (view["namespace"], view["name"]) != (namespace, name):
                 return None
-        uids = store.pods_by(self.client, self.cluster, "ns", namespace)
+        # The change index's members start with namespace/name: Redis finds a name's
+        # pods itself (ZSCAN MATCH), without reading a whole namespace's views.
+        pattern = _glob_escape(store.name_member(namespace, name, "")) + "*"
+        uids = [
+            store.member_uid(member)
+            for member, _ in self.client.zscan_iter(
+                store.changed_key(self.cluster), match=pattern, count=5000
+            )
+        ]
         candidates = []
-        for start in range(0, len(uids), 1000):
-            for raw in self.client.hmget(store.pods_key(self.cluster), uids[start : start + 1000]):
+        if uids:
+            for raw in self.client.hmget(store.pods_key(self.cluster), uids):
                 if raw is not None:
                     view = orjson.loads(raw)
-                    if view["name"] == name:
+                    if (view["namespace"], view["name"]) == (namespace, name):
                         candidates.append(view)
         chosen = pick(candidates, uid)
         return None if chosen is None else with_others(chosen, candidates)
