@@ -200,4 +200,9 @@
 
   H.onTime(load);
   load();
+  // A live pod moves on by itself (awaiting-kubelet → stuck → podgc-deleted): look again
+  // every few seconds while the page is visible. A replayed pod changes only with the slider.
+  if (!document.getElementById("replay-bar")) {
+    setInterval(function () { if (!document.hidden) load(); }, 5000);
+  }
 })();
