@@ -8,6 +8,7 @@ editing this file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -70,12 +71,7 @@ def walk(patterns=None, prefix: str = "", names: tuple[str, ...] = ()) -> Iterat
             route = "" if regex.startswith("(?P") else regex.replace("\\", "")
         text = route
         for name, converter in getattr(pattern, "converters", {}).items():
-            value = _sample(name, converter)
-            text = text.replace(
-                f"<{type(converter).__name__.removesuffix('Converter').lower()}:{name}>", value
-            )
-            text = text.replace(f"<{name}>", value)
-            text = text.replace(f"<path:{name}>", value).replace(f"<slug:{name}>", value)
+            text = re.sub(rf"<(?:\w+:)?{name}>", _sample(name, converter), text)
         if isinstance(entry, URLResolver):
             yield from walk(entry.url_patterns, prefix + text, (*names, entry.namespace or ""))
         elif isinstance(entry, URLPattern) and "<" not in text and "(?" not in text:
