@@ -7,6 +7,7 @@
   if (!root || !H) return;
   var chart = document.getElementById("pod-chart");
   var countdown = null;
+  var shown = null; // the view last drawn, as JSON
 
   // Long messages are wrapped for the hover box: split first, then escape each piece.
   function wrap(text, width) {
@@ -185,6 +186,9 @@
 
   function load() {
     H.fetchJSON(root.dataset.api).then(function (view) {
+      var seen = JSON.stringify(view);
+      if (seen === shown) return; // unchanged: keep the chart (and any hover) as it is
+      shown = seen;
       H.status(root, "As of " + (H.currentAt() || "now") + (view.deleted_blind ? " · deleted while the watch was blind" : ""));
       facts(view);
       explanation(view);
@@ -193,6 +197,7 @@
       root.dataset.loaded = view.verdict;
     }).catch(function (err) {
       H.status(root, err.message, true);
+      shown = null;
       root.dataset.loaded = "error";
       if (window.Plotly) window.Plotly.purge(chart);
     });
