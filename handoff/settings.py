@@ -29,6 +29,14 @@ RUN_DIR = Path(os.getenv("HANDOFF_RUN_DIR", str(BASE_DIR / ".run")))
 
 DEBUG = envbool("DEBUG", "True")
 HANDOFF_DEMO = envbool("HANDOFF_DEMO", "False")
+# Content-Security-Policy of every page (webui/security.py); empty turns it off.
+HANDOFF_CSP = os.getenv(
+    "HANDOFF_CSP",
+    "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; "
+    "worker-src 'self' blob:; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'",
+)
 DEMO_USERNAME = "demo"
 
 SECRET_KEY = os.getenv("SECRET_KEY", "")
@@ -57,6 +65,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "webui.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
