@@ -113,7 +113,9 @@ def _catch_up(client: redis.Redis, cluster: str, mark: dict[str, float]) -> None
     """Pods written or removed after the marks. Pods scored exactly at a mark were read
     last time; they are read again only if more pods now carry that score (pods written in
     a later flush within the same cursor millisecond)."""
-    uids = _since(client, store.changed_key(cluster), mark, "changed")
+    # The change index's members are "namespace/name\nuid"; the removal log's are uids.
+    changed = _since(client, store.changed_key(cluster), mark, "changed")
+    uids = [store.member_uid(member).encode() for member in changed]
     gone = _since(client, store.removed_key(cluster), mark, "removed")
     for start in range(0, max(len(uids), len(gone)), CHUNK):
         _apply(client, cluster, uids[start : start + CHUNK], gone[start : start + CHUNK])

@@ -11,6 +11,7 @@ docs/interop.md describes each format, its mapping and the precision of its time
 from __future__ import annotations
 
 import heapq
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import IO, Any
 from handoff.importers.audit import AuditLog, is_audit_event
 from handoff.importers.objects import KINDS, EventMaker
 from handoff.importers.snapshot import Snapshot, load_yaml
-from handoff.importers.source import Input, Progress, Value, parse, split_values
+from handoff.importers.source import Input, Progress, Value, lines_of, parse, split_values
 from handoff.importers.watch import WatchStream
 from handoff.trace import HEADER_KEY, LineError, TraceHeader, TraceReader, WatchEvent
 
@@ -61,49 +62,27 @@ class ImportReader:
             opened.close()
 
     def _read(self, opened: Input) -> Iterator[WatchEvent]:
-        lines = opened.lines()
-        head: list[bytes] = []
-        for line in lines:
-            head.append(line)
-            if line.strip():
+        chunks = opened.chunks()
+        head = b""
+        for chunk in chunks:
+            head += chunk
+            if head.strip():
                 break
-        first = head[-1].lstrip()[:1] if head else b""
+        first = head.lstrip()[:1]
         if not first:
             self.format = "empty"
             return
-        everything = _chain(head, lines)
+        everything = _chain([head], chunks)
         if first not in (b"{", b"["):
             yield from self._yaml(everything)
             return
-        values = split_values(everything, self.errors)
-        first_value = next(values, None)
-        if first_value is None:
-            self.format = "empty"
-            return
-        kind_of_input = self._classify(first_value)
+        kind_of_input = _classify(head)
         if kind_of_input == "trace":
-            # The raw lines, blank ones kept, so TraceReader numbers them as the file does.
-            lead = [b"\n"] * (first_value.line - 1)
-            yield from self._trace(_chain(lead + _lines(first_value), everything))
+            yield from self._trace(lines_of(everything))
         elif kind_of_input == "snapshot":
-            yield from self._snapshot(_chain([first_value], values))
+            yield from self._snapshot(split_values(everything, self.errors))
         else:
-            yield from self._streamed(kind_of_input, _chain([first_value], values))
-
-    def _classify(self, value: Value) -> str:
-        if value.data.lstrip()[:1] == b"[":
-            return "snapshot"
-        record = parse(Value(value.line, value.data), [])
-        if not isinstance(record, dict):
-            # Unreadable first value: a List is the likeliest shape of a big one.
-            return "snapshot" if b'"items"' in value.data[:4096] else "watch"
-        if HEADER_KEY in record or ("observed" in record and "object" in record):
-            return "trace"
-        if is_audit_event(record):
-            return "audit"
-        if "items" in record:
-            return "snapshot"
-        return "watch"
+            yield from self._streamed(kind_of_input, split_values(everything, self.errors))
 
     def _trace(self, lines: Iterator[bytes]) -> Iterator[WatchEvent]:
         """Trace v1 read by TraceReader itself: the same checks, line for line."""
@@ -159,10 +138,36 @@ class ImportReader:
             elif kind_of_input == "audit":
                 self.skipped["not an audit event"] += 1
             else:
-                event = watch.take(value.line, record)
+                event = watch.take(value.line, record, value.data)
                 if event is not None:
                     yield event
         yield from reorder.drain()
+
+
+def _classify(head: bytes) -> str:
+    """The kind of input, from its first chunk: its first value when that is whole in it,
+    else markers near the start (a value bigger than a chunk is a List)."""
+    if head.lstrip()[:1] == b"[":
+        return "snapshot"
+    scratch: list[LineError] = []
+    first = next(split_values([head], scratch), None)
+    record = parse(first, scratch) if first is not None and first.complete else None
+    if isinstance(record, dict):
+        if HEADER_KEY in record or ("observed" in record and "object" in record):
+            return "trace"
+        if is_audit_event(record):
+            return "audit"
+        return "snapshot" if "items" in record else "watch"
+    start = head[:65536]
+    if _TRACE_MARK.search(start):
+        return "trace"
+    if _AUDIT_MARK.search(start):
+        return "audit"
+    return "snapshot" if first is not None and not first.complete else "watch"
+
+
+_TRACE_MARK = re.compile(rb'^\s*\{\s*"(?:handoff_trace|observed)"')
+_AUDIT_MARK = re.compile(rb'"apiVersion"\s*:\s*"audit\.k8s\.io/')
 
 
 def open_events(
@@ -199,10 +204,6 @@ class Reorder:
 def _chain(first: Iterable[Any], rest: Iterator[Any]) -> Iterator[Any]:
     yield from first
     yield from rest
-
-
-def _lines(value: Value) -> list[bytes]:
-    return value.data.splitlines(keepends=True)
 
 
 __all__ = ["FORMATS", "ImportReader", "Progress", "open_events"]

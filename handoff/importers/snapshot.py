@@ -15,6 +15,7 @@ several times that parsing it whole would.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,7 @@ from handoff.importers.objects import EventMaker, newest_time, newest_time_in_by
 from handoff.importers.source import Value, parse, raw_items, salvage
 from handoff.trace import LineError, WatchEvent
 
+_SEPARATORS = re.compile(rb"[\s,]*")
 LIST_MARGIN = 2.0  # seconds after the newest timestamp: > 1 s so own timestamps are used
 
 
@@ -63,13 +65,23 @@ class Snapshot:
         items = raw_items(value)
         if items is not None:
             offset, line = 0, value.line
-            for item in items:
+            for index, item in enumerate(items):
                 data = bytes(item)
-                found = value.data.find(data, offset)
+                # Items follow each other with only commas and blanks between: find the
+                # first, then step over separators (searching 1.5 GB again would not do).
+                if index == 0:
+                    found = value.data.find(data)
+                else:
+                    found = _SEPARATORS.match(value.data, offset).end()
+                    if not value.data.startswith(data, found):
+                        found = value.data.find(data, offset)
                 if found >= 0:
                     line += value.data.count(b"\n", offset, found)
-                    offset = found
-                yield from self._item(line, data, at)
+                    yield from self._item(line, data, at)
+                    line += data.count(b"\n")
+                    offset = found + len(data)
+                else:
+                    yield from self._item(line, data, at)
             return
         parsed = parse(value, self.errors)
         if parsed is None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -24,7 +25,7 @@ import orjson
 from handoff.trace import GZIP_MAGIC, LineError
 
 Progress = Callable[[int, int | None], object]  # (bytes read, total bytes or None)
-PROGRESS_EVERY = 1 << 20  # report at most once per MiB read
+CHUNK = 1 << 20  # bytes read at a time; progress is reported once per chunk
 
 
 class _Envelope(msgspec.Struct):
@@ -47,7 +48,8 @@ class Value:
 
 
 class Input:
-    """An opened input: its (decompressed) lines, with progress by compressed bytes read."""
+    """An opened input: its (decompressed) bytes in chunks, with progress by compressed
+    bytes read. A gzip stream that breaks off is reported, not raised."""
 
     def __init__(self, source: str | Path | IO[bytes], on_progress: Progress | None) -> None:
         self.on_progress = on_progress
@@ -63,7 +65,6 @@ class Input:
         head = _peek(raw)
         self.gzipped = head == GZIP_MAGIC
         self.stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if self.gzipped else raw
-        self._reported = 0
         self.errors: list[LineError] = []
         self.lines_read = 0
 
@@ -73,37 +74,61 @@ class Input:
         except (OSError, ValueError, AttributeError):
             return 0
 
-    def lines(self) -> Iterator[bytes]:
-        """The input's lines; a gzip stream that breaks off is reported, not raised."""
-        number = 0
-        try:
-            for number, line in enumerate(self.stream, 1):
-                if self.on_progress is not None and number % 1024 == 0:
-                    self._progress()
-                yield line
-        except (EOFError, OSError, zlib.error) as exc:
+    def chunks(self) -> Iterator[bytes]:
+        """About CHUNK bytes at a time. Read with ``read1`` so that a gzip stream cut
+        short still gives everything decompressed before the break."""
+        read = getattr(self.stream, "read1", self.stream.read)
+        newlines = 0
+        ended_on_newline = True
+        pieces: list[bytes] = []
+        size = 0
+        failure: Exception | None = None
+        while True:
+            try:
+                piece = read(CHUNK)
+            except (EOFError, OSError, zlib.error) as exc:
+                piece, failure = b"", exc
+            if piece:
+                pieces.append(piece)
+                size += len(piece)
+                if size < CHUNK:
+                    continue
+            if pieces:
+                chunk = b"".join(pieces)
+                pieces, size = [], 0
+                newlines += chunk.count(b"\n")
+                ended_on_newline = chunk.endswith(b"\n")
+                if self.on_progress is not None:
+                    self.on_progress(self.position(), self.total)
+                yield chunk
+            if not piece:
+                break
+        self.lines_read = newlines + (0 if ended_on_newline else 1)
+        if failure is not None:
             self.errors.append(
                 LineError(
-                    number + 1,
-                    f"stream ended early (compressed byte {self.position()}): {exc}",
+                    self.lines_read + 1,
+                    f"stream ended early (compressed byte {self.position()}): {failure}",
                 )
             )
-        finally:
-            self.lines_read = number
-            if self.on_progress is not None:
-                self.on_progress(self.position(), self.total)
-
-    def _progress(self) -> None:
-        at = self.position()
-        if at - self._reported >= PROGRESS_EVERY:
-            self._reported = at
-            self.on_progress(at, self.total)  # type: ignore[misc]
 
     def close(self) -> None:
         if self.gzipped:
             self.stream.close()
         if self._owned is not None:
             self._owned.close()
+
+
+def lines_of(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Chunks as lines (newline kept), for readers that go line by line."""
+    partial = b""
+    for chunk in chunks:
+        pieces = (partial + chunk).split(b"\n")
+        partial = pieces.pop()
+        for piece in pieces:
+            yield piece + b"\n"
+    if partial:
+        yield partial
 
 
 def _peek(raw: Any) -> bytes:
@@ -118,29 +143,117 @@ def _peek(raw: Any) -> bytes:
     return b""
 
 
-def split_values(lines: Iterator[bytes], errors: list[LineError]) -> Iterator[Value]:
-    """Concatenated JSON values (one per line, or pretty-printed), with their first line."""
-    buffer: list[bytes] = []
-    start = 0
-    number = 0
-    for number, line in enumerate(lines, 1):
-        stripped = line.strip()
-        if not buffer:
-            if not stripped:
-                continue
-            start = number
-        elif line[:1] in b"{[":
-            errors.append(LineError(start, f"value at lines {start}-{number - 1} never closes"))
-            buffer, start = [], number
-        buffer.append(line)
-        closes = stripped[-1:] in (b"}", b"]")
-        if closes and (len(buffer) == 1 or line[:1] in b"}]"):
-            data = b"".join(buffer)
-            buffer = []
-            yield Value(start, data)
-    if buffer and b"".join(buffer).strip():
-        errors.append(LineError(start, f"value at lines {start}-{number} is cut off at the end"))
-        yield Value(start, b"".join(buffer), complete=False)
+# A line that starts with a bracket at column 0 is the first or last line of an indented
+# value, or a whole one-line value; lines inside an indented value never start so. The
+# search is for a newline followed by a bracket: a literal first byte, which the regular
+# expression engine finds at memchr speed.
+_EDGE = re.compile(rb"\n[{}\[\]]")
+
+
+def _edges(buffer: bytearray, scan: int, end: int) -> Iterator[int]:
+    """Offsets in [scan, end) of lines starting with a bracket (scan is a line start)."""
+    if scan < end and buffer[scan : scan + 1] in (b"{", b"}", b"[", b"]"):
+        yield scan
+    for match in _EDGE.finditer(buffer, scan, end):
+        if match.start() + 1 < end:
+            yield match.start() + 1
+
+
+class _Scanner:
+    """Line numbers of offsets in a buffer that only grows at the end and is cut at the
+    front; offsets are asked for in increasing order."""
+
+    def __init__(self) -> None:
+        self.line = 1
+        self.offset = 0
+
+    def line_at(self, buffer: bytearray, offset: int) -> int:
+        self.line += buffer.count(b"\n", self.offset, offset)
+        self.offset = offset
+        return self.line
+
+
+def split_values(chunks: Iterable[bytes], errors: list[LineError]) -> Iterator[Value]:
+    """Concatenated JSON values (one per line, or pretty-printed), with their first line.
+
+    A value opens at a line starting with ``{`` or ``[`` at column 0 and closes at the
+    next line starting with ``}`` or ``]`` there (or on the same line). Non-blank text
+    outside values is reported; so is a value still open when another opens or the input
+    ends (that one is yielded with ``complete=False``).
+    """
+    buffer = bytearray()
+    lines = _Scanner()
+    open_at: int | None = None
+    open_line = 0
+    done = 0  # end of the last value (or garbage) dealt with
+    scan = 0
+    for chunk in _with_end(chunks):
+        final = chunk is None
+        if not final:
+            buffer += chunk
+        end = len(buffer) if final else buffer.rfind(b"\n", scan) + 1
+        if end <= scan and not final:
+            continue
+        for start in _edges(buffer, scan, end):
+            stop = buffer.find(b"\n", start, end)
+            stop = end if stop < 0 else stop
+            text = bytes(buffer[start:stop])
+            if text[:1] in b"{[":
+                if open_at is None:
+                    _garbage(buffer, done, start, lines, errors)
+                line = lines.line_at(buffer, start)
+                if open_at is not None:
+                    errors.append(
+                        LineError(open_line, f"value at lines {open_line}-{line - 1} never closes")
+                    )
+                    open_at, done = None, start
+                if text.rstrip()[-1:] in (b"}", b"]"):
+                    yield Value(line, bytes(buffer[start:stop]))
+                    done = stop
+                else:
+                    open_at, open_line = start, line
+            elif open_at is not None:
+                yield Value(open_line, bytes(buffer[open_at:stop]))
+                open_at, done = None, stop
+        scan = max(scan, end)
+        if final:
+            break
+        keep = open_at if open_at is not None else done
+        if keep > 0:
+            lines.line_at(buffer, keep)
+            del buffer[:keep]
+            lines.offset -= keep
+            scan -= keep
+            done = 0 if open_at is None else done - keep
+            if open_at is not None:
+                open_at = 0
+    if open_at is not None:
+        last = lines.line_at(buffer, len(buffer))
+        errors.append(
+            LineError(open_line, f"value at lines {open_line}-{last} is cut off at the end")
+        )
+        yield Value(open_line, bytes(buffer[open_at:]), complete=False)
+    else:
+        _garbage(buffer, done, len(buffer), lines, errors)
+
+
+def _with_end(chunks: Iterable[bytes]) -> Iterator[bytes | None]:
+    yield from chunks
+    yield None
+
+
+def _garbage(
+    buffer: bytearray, start: int, stop: int, lines: _Scanner, errors: list[LineError]
+) -> None:
+    """Report non-blank text between values (it is no JSON value)."""
+    text = bytes(buffer[start:stop])
+    stripped = text.lstrip()
+    if not stripped:
+        return
+    offset = start + len(text) - len(stripped)
+    line = lines.line_at(buffer, offset)
+    snippet = stripped.split(b"\n", 1)[0][:40].decode("utf-8", "replace")
+    errors.append(LineError(line, f"not JSON: {snippet!r}"))
 
 
 def where(value: Value, offset: int) -> int:

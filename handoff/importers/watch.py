@@ -21,6 +21,7 @@ from handoff.importers.objects import (
     EventMaker,
     deletion_requested_at,
     newest_time,
+    newest_time_in_bytes,
     normalise,
 )
 from handoff.trace import WATCH_TYPES, LineError, WatchEvent
@@ -34,8 +35,10 @@ class WatchStream:
         self.last: float | None = None
         self.seen: set[str] = set()
 
-    def take(self, line: int, record: dict[str, Any]) -> WatchEvent | None:
-        """One value of the stream: a typed watch event or a bare object."""
+    def take(
+        self, line: int, record: dict[str, Any], data: bytes | None = None
+    ) -> WatchEvent | None:
+        """One value of the stream (``data``: its JSON, to find times without a walk)."""
         if "object" in record and "type" in record:
             type_ = record["type"]
             obj = record["object"]
@@ -53,7 +56,7 @@ class WatchStream:
         if type_ is None:
             type_ = "MODIFIED" if _identity(obj) in self.seen else "ADDED"
         self.seen.add(_identity(obj))
-        return self.maker.make(self._time(obj), type_, obj, line)
+        return self.maker.make(self._time(obj, data), type_, obj, line)
 
     def _passthrough(self, line: int, type_: str, obj: Any) -> WatchEvent | None:
         if not isinstance(obj, dict):
@@ -62,8 +65,8 @@ class WatchStream:
         at = self.last if self.last is not None else 0.0
         return self.maker.make(at, type_, obj, line)
 
-    def _time(self, obj: dict[str, Any]) -> float:
-        own = newest_time(obj)
+    def _time(self, obj: dict[str, Any], data: bytes | None) -> float:
+        own = newest_time_in_bytes(data) if data is not None else newest_time(obj)
         requested = deletion_requested_at(obj)
         if requested is not None and (own is None or requested > own):
             own = requested

@@ -276,9 +276,10 @@ def test_it_reports_a_truncated_gzip_and_keeps_what_came_before(tmp_path):
     events = list(reader)
 
     assert 0 < len(events) < 2000
-    (error,) = reader.errors
-    assert "stream ended early" in error.message
+    (error,) = [e for e in reader.errors if "stream ended early" in e.message]
     assert error.line > len(events)
+    # The line the break cut in two is reported too; nothing else is.
+    assert len(reader.errors) <= 2
 
 
 def test_it_reports_invalid_utf8_and_garbage_by_line_and_reads_the_rest():
