@@ -4,7 +4,8 @@ reports them (p50/p90/p99 per duration)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from array import array
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from handoff.verdicts import DURATIONS, MILESTONES
@@ -22,8 +23,26 @@ def durations(milestones: Sequence[float | None]) -> dict[str, float | None]:
     result: dict[str, float | None] = {}
     for name, start, end in _PAIRS:
         a, b = milestones[start], milestones[end]
-        result[name] = None if a is None or b is None else round(max(0.0, b - a), 6)
+        if a is None or b is None:
+            result[name] = None
+        else:
+            seconds = b - a
+            result[name] = round(seconds if seconds > 0.0 else 0.0, 6)
     return result
+
+
+def new_samples() -> dict[str, array[float]]:
+    """Empty samples per duration, for ``add_samples``: 8 bytes a value, not a float object."""
+    return {name: array("d") for name, _start, _end in DURATIONS}
+
+
+def add_samples(milestones: Sequence[float | None], samples: dict[str, array[float]]) -> None:
+    """Add one pod's durations (as ``durations`` computes them) to the samples."""
+    for name, start, end in _PAIRS:
+        a, b = milestones[start], milestones[end]
+        if a is not None and b is not None:
+            seconds = b - a
+            samples[name].append(round(seconds if seconds > 0.0 else 0.0, 6))
 
 
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:
@@ -32,7 +51,7 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
     return sorted_values[rank - 1]
 
 
-def summarise(samples: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+def summarise(samples: Mapping[str, Sequence[float]]) -> dict[str, dict[str, Any]]:
     """{duration: {p50, p90, p99, count}} with None percentiles when there is no sample."""
     summary: dict[str, dict[str, Any]] = {}
     for name, _start, _end in DURATIONS:

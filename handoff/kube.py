@@ -196,7 +196,8 @@ def read_status(status: Status | None) -> StatusFacts:
     facts.phase = status.phase or ""
     facts.reason = status.reason or ""
     facts.message = status.message or ""
-    facts.start = start = timestamp(status.startTime)
+    start = status.startTime
+    facts.start = start = _TIMES[start] if start in _TIMES else _parse_timestamp(start)
     facts.kubelet_wrote = start is not None or bool(status.hostIP)
     if status.conditions:
         _read_conditions(facts, status.conditions)
@@ -249,7 +250,8 @@ def _read_containers(
             continue
         inner = state.running or state.terminated
         if inner is not None:
-            started = timestamp(inner.startedAt) or 0.0
+            text = inner.startedAt
+            started = (_TIMES[text] if text in _TIMES else _parse_timestamp(text)) or 0.0
             latest_start = started if latest_start is None else max(latest_start, started)
             if state.terminated is not None:
                 _note_termination(facts, state.terminated)

@@ -12,23 +12,24 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 
 from handoff import verdicts as v
-from handoff.durations import durations, summarise
+from handoff.durations import add_samples, durations, new_samples, summarise
 from handoff.explain import Context, explain
 from handoff.gcpause import paused_gc
 from handoff.kube import parse_admission_message
 from handoff.trace import LineError, format_time, parse_time
 
 if TYPE_CHECKING:
-    from handoff.timeline import PodState, Timeline
+    from handoff.timeline import Judgement, PodState, Timeline
 
 
 _INDEX = {name: index for index, name in enumerate(v.MILESTONES)}
 MAX_ERRORS_LISTED = 100
 
 
-@lru_cache(maxsize=1 << 18)
+@lru_cache(maxsize=1 << 12)
 def _iso(value: float | None) -> str | None:
-    # The same instants recur in a pod's milestones, stages and changes.
+    # The same instants recur in a pod's milestones, stages and changes: a cache
+    # that spans a few pods catches them; one spanning every pod only costs memory.
     return None if value is None else format_time(value)
 
 
@@ -39,10 +40,16 @@ def evaluation_time(timeline: Timeline, at: float | None) -> float:
 
 
 def pod_view(
-    timeline: Timeline, pod: PodState, now: float, stuck_after: float = 60.0
+    timeline: Timeline,
+    pod: PodState,
+    now: float,
+    stuck_after: float = 60.0,
+    judgement: Judgement | None = None,
 ) -> dict[str, Any]:
-    """Everything the CLI, the API and the pod page show about one pod."""
-    judgement = timeline.judge(pod, now, stuck_after)
+    """Everything the CLI, the API and the pod page show about one pod (``judgement``:
+    the pod's, when the caller has just judged it at ``now``)."""
+    if judgement is None:
+        judgement = timeline.judge(pod, now, stuck_after)
     binding = timeline.binding(pod)
     m = pod.milestones
     rejection = None
@@ -83,7 +90,7 @@ def pod_view(
         "reason": judgement.reason,
         "explanation": explain(judgement.verdict, judgement.reason, ctx),
         "since": _iso(max(known)) if known else None,
-        "milestones": {name: _iso(m[i]) for name, i in _INDEX.items()},
+        "milestones": dict(zip(v.MILESTONES, map(_iso, m), strict=True)),
         "durations": durations(m),
         "stages": stages(m, now),
         "rejection": rejection,
@@ -168,23 +175,49 @@ def outline(
     """Everything in the report but the pod views: the summary from one judging pass,
     and the pods to show, worst first then oldest first. Views can then be made one
     at a time, so a report of 100,000s of pods need not sit in memory whole."""
+    head, ranked, now = _ranked(timeline, at, stuck_after, errors, only)
+    return head, [item[_POD] for item in ranked], now
+
+
+# A ranked pod: (-severity, created, namespace, name, uid, pod, judgement). The uid
+# is unique, so sorting these tuples never compares the last two.
+_POD, _JUDGEMENT = 5, 6
+
+
+def _ranked(
+    timeline: Timeline,
+    at: float | None,
+    stuck_after: float,
+    errors: Iterable[LineError],
+    only: Iterable[str],
+) -> tuple[dict[str, Any], list[tuple[Any, ...]], float]:
+    """outline(), with each shown pod's judgement kept for its view."""
     now = evaluation_time(timeline, at)
     wanted = set(only)
     counts: Counter[str] = Counter()
-    samples: dict[str, list[float]] = {}
+    samples = new_samples()
     ranked = []
+    judge, inf = timeline.judge, math.inf
     with paused_gc():
         for pod in timeline.pods.values():
-            verdict = timeline.judge(pod, now, stuck_after).verdict
+            judgement = judge(pod, now, stuck_after)
+            verdict = judgement.verdict
             counts[verdict] += 1
-            for name, value in durations(pod.milestones).items():
-                if value is not None:
-                    samples.setdefault(name, []).append(value)
+            add_samples(pod.milestones, samples)
             if not wanted or verdict in wanted:
                 created = pod.milestones[_CREATED]
-                order = (-v.severity(verdict), math.inf if created is None else created)
-                ranked.append((order, pod.namespace, pod.name, pod.uid, pod))
-    ranked.sort(key=lambda item: item[:4])
+                ranked.append(
+                    (
+                        -_SEVERITY[verdict],
+                        inf if created is None else created,
+                        pod.namespace,
+                        pod.name,
+                        pod.uid,
+                        pod,
+                        judgement,
+                    )
+                )
+        ranked.sort()
     error_list = list(errors)
     head = {
         "evaluated_at": _iso(now),
@@ -201,7 +234,10 @@ def outline(
         "errors": [{"line": e.line, "message": e.message} for e in error_list[:MAX_ERRORS_LISTED]],
         "error_count": len(error_list),
     }
-    return head, [item[-1] for item in ranked], now
+    return head, ranked, now
+
+
+_SEVERITY = {name: verdict.severity for name, verdict in v.VERDICTS.items()}
 
 
 def build_report(
@@ -212,9 +248,11 @@ def build_report(
     only: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The triage JSON: ``{evaluated_at, cluster, stuck_after, pods, summary, ...}``."""
-    head, pods, now = outline(timeline, at, stuck_after, errors, only)
+    head, ranked, now = _ranked(timeline, at, stuck_after, errors, only)
     with paused_gc():
-        views = [pod_view(timeline, pod, now, stuck_after) for pod in pods]
+        views = [
+            pod_view(timeline, item[_POD], now, stuck_after, item[_JUDGEMENT]) for item in ranked
+        ]
     return _with_pods(head, views)
 
 
@@ -227,13 +265,14 @@ def write_report_json(
     only: Iterable[str] = (),
 ) -> None:
     """The same JSON as ``build_report``, written pod by pod (one pod per line)."""
-    head, pods, now = outline(timeline, at, stuck_after, errors, only)
+    head, ranked, now = _ranked(timeline, at, stuck_after, errors, only)
     first, rest = orjson.dumps(_with_pods(head, [])).split(b'"pods":[]', 1)
     out.write(first + b'"pods":[')
+    dumps, write = orjson.dumps, out.write
     with paused_gc():
-        for index, pod in enumerate(pods):
-            out.write(b"\n" if index == 0 else b",\n")
-            out.write(orjson.dumps(pod_view(timeline, pod, now, stuck_after)))
+        for index, item in enumerate(ranked):
+            view = pod_view(timeline, item[_POD], now, stuck_after, item[_JUDGEMENT])
+            write((b"\n" if index == 0 else b",\n") + dumps(view))
     out.write(b"\n]" + rest + b"\n")
 
 

@@ -128,6 +128,9 @@ class PodExtra(msgspec.Struct, gc=False):
     event_waiting: str = ""
 
 
+_NO_EXTRA = PodExtra()  # what a pod without extra facts reads; never written
+
+
 def _no_milestones() -> list[float | None]:
     return [None] * len(v.MILESTONES)
 
@@ -350,7 +353,8 @@ class Timeline:
             pod = self._new_pod(uid, namespace, meta.name)
         elif pod.milestones[DELETED] is not None:
             return None
-        rv = rv_number(meta)
+        rv = meta.resourceVersion  # rv_number(), inlined
+        rv = int(rv) if rv.isdigit() else None
         stale = rv is not None and pod.rv is not None and rv <= pod.rv
         if stale and type_ != "DELETED":
             return None
@@ -710,32 +714,34 @@ class Timeline:
     def judge(self, pod: PodState, now: float, stuck_after: float = 60.0) -> Judgement:
         """The verdict for one pod at ``now``: the most specific cause wins."""
         m = pod.milestones
+        x = pod.extra or _NO_EXTRA  # the rare facts, read directly: judged for every pod
         exists = self.node_exists(pod.node, m[DELETED]) if pod.node else None
-        cause = self._deletion_cause(pod, exists)
+        cause = self._deletion_cause(pod, x, exists)
         if cause is not None:
             return Judgement(cause[0], cause[1], exists)
-        if pod.rejection is not None or m[REJECTED] is not None:
-            reason = pod.rejection[0] if pod.rejection else pod.status_reason or None
+        if x.rejection is not None or m[REJECTED] is not None:
+            reason = x.rejection[0] if x.rejection else pod.status_reason or None
             return Judgement(v.REJECTED, reason, exists)
-        if pod.evicted_event is not None and m[ADMITTED] is None and m[RUNNING] is None:
+        if x.evicted_event is not None and m[ADMITTED] is None and m[RUNNING] is None:
             return Judgement(v.REJECTED, "Evicted", exists)
-        lost_at = self._node_lost_at(pod, now)
+        lost_at = self._node_lost_at(pod, x, now)
         if lost_at is not None:
             return Judgement(v.NODE_LOST, "NodeNotReady", exists, node_lost_at=lost_at)
         if _deleted_before_it_finished(pod):
             return Judgement(v.DELETED, None, exists)
-        if pod.phase == "Succeeded":
+        phase = pod.phase
+        if phase == "Succeeded":
             return Judgement(v.SUCCEEDED, None, exists)
-        if pod.phase == "Failed":
-            return Judgement(v.FAILED, pod.status_reason or pod.terminated or None, exists)
-        if pod.phase == "Running" or (not pod.has_object and pod.started_event is not None):
-            return Judgement(v.RUNNING, pod.waiting or pod.event_waiting or None, exists)
+        if phase == "Failed":
+            return Judgement(v.FAILED, pod.status_reason or x.terminated or None, exists)
+        if phase == "Running" or (not pod.flags & HAS_OBJECT and pod.started_event is not None):
+            return Judgement(v.RUNNING, pod.waiting or x.event_waiting or None, exists)
         if not pod.node and m[BOUND] is None:
-            return Judgement(v.UNSCHEDULED, pod.unschedulable or None, exists)
-        return self._judge_handoff(pod, now, stuck_after, exists)
+            return Judgement(v.UNSCHEDULED, x.unschedulable or None, exists)
+        return self._judge_handoff(pod, x, now, stuck_after, exists)
 
     def _judge_handoff(
-        self, pod: PodState, now: float, stuck_after: float, exists: bool | None
+        self, pod: PodState, x: PodExtra, now: float, stuck_after: float, exists: bool | None
     ) -> Judgement:
         m = pod.milestones
         bound = next((t for t in (m[BOUND], m[CREATED], m[ACK]) if t is not None), None)
@@ -748,31 +754,31 @@ class Timeline:
             if late:
                 return Judgement(v.STUCK, "kubelet-silent", exists)
             return Judgement(v.AWAITING_KUBELET, None, exists)
-        waiting = pod.waiting or pod.event_waiting or None
+        waiting = pod.waiting or x.event_waiting or None
         if late:
             return Judgement(v.STUCK, waiting or "not-running", exists)
         return Judgement(v.STARTING, waiting, exists)
 
-    def _deletion_cause(self, pod: PodState, exists: bool | None) -> tuple[str, str] | None:
-        disruption = pod.disruption or ("", "")
+    def _deletion_cause(
+        self, pod: PodState, x: PodExtra, exists: bool | None
+    ) -> tuple[str, str] | None:
+        m = pod.milestones
+        disruption = x.disruption or ("", "")
         if disruption[0] == "DeletionByPodGC":
             return v.PODGC_DELETED, PODGC_MESSAGES.get(disruption[1], disruption[0])
-        if pod.phase == "Failed" and pod.status_reason == "Evicted" and pod.rejection is None:
+        if pod.phase == "Failed" and pod.status_reason == "Evicted" and x.rejection is None:
             return v.EVICTED, "Evicted"  # the kubelet's own word beats TerminationByKubelet
         if disruption[0] in EVICTION_DISRUPTIONS:
             return v.EVICTED, disruption[0]
-        if pod.taint_eviction is not None:
+        if x.taint_eviction is not None:
             return v.EVICTED, "TaintManagerEviction"
-        if pod.evicted_event is not None and (
-            pod.milestones[ADMITTED] is not None or pod.milestones[RUNNING] is not None
-        ):
+        if x.evicted_event is not None and (m[ADMITTED] is not None or m[RUNNING] is not None):
             return v.EVICTED, "Evicted"
-        m = pod.milestones
         if m[DELETED] is not None and pod.node and exists is False and m[ACK] is None:
             return v.PODGC_DELETED, "orphaned"
         return None
 
-    def _node_lost_at(self, pod: PodState, now: float) -> float | None:
+    def _node_lost_at(self, pod: PodState, x: PodExtra, now: float) -> float | None:
         m = pod.milestones
         if m[RUNNING] is not None or pod.phase in ("Running", "Succeeded") or not pod.node:
             return None
@@ -780,7 +786,7 @@ class Timeline:
         if bound is None:
             return None
         end = m[DELETED] if m[DELETED] is not None else now
-        candidates = [pod.node_not_ready] if pod.node_not_ready is not None else []
+        candidates = [x.node_not_ready] if x.node_not_ready is not None else []
         node = self.nodes.get(pod.node)
         if node is not None:
             for start, stop, _why in node.down:
