@@ -3,6 +3,7 @@ heatmap and a sample of stage bars, never the pod views themselves."""
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Iterable
@@ -10,6 +11,7 @@ from typing import Any
 
 from handoff import verdicts as v
 from handoff.durations import percentile
+from handoff.trace import _fast_time as fast_time
 from handoff.trace import parse_time
 from webui.detail.rows import PodRow
 
@@ -77,43 +79,69 @@ def ecdf(values: list[float]) -> dict[str, list[float]]:
     return {"x": xs, "y": ys}
 
 
+class Fleet:
+    """The fleet aggregates, fed one pod at a time (``add``), so one pass over a
+    cluster's pods can feed this and the nodes page's aggregates together."""
+
+    def __init__(self, swimlane_limit: int = SWIMLANE_LIMIT) -> None:
+        self.limit = swimlane_limit
+        self.samples: dict[str, list[float]] = {name: [] for name in FLEET_DURATIONS}
+        self.failures: dict[str, Counter[str]] = {}
+        self.latency: dict[str, dict[str, list[float]]] = {}
+        self.pods: Counter[str] = Counter()
+        self.verdicts: Counter[str] = Counter()
+        # The most recently created pods, as a min-heap on (created, arrival).
+        self.recent: list[tuple[str, int, PodRow]] = []
+        self.total = 0
+
+    def add(self, row: PodRow) -> None:
+        self.total += 1
+        self.verdicts[row.verdict] += 1
+        durations = row.durations
+        for name in FLEET_DURATIONS:
+            value = durations.get(name)
+            if value is not None:
+                self.samples[name].append(value)
+        node = row.node
+        if node:
+            self.pods[node] += 1
+            if row.verdict in FAILURES:
+                self.failures.setdefault(node, Counter())[row.verdict] += 1
+            latency = self.latency.get(node)
+            if latency is None:
+                latency = self.latency[node] = {d: [] for d in HEATMAP_LATENCY}
+            for name in HEATMAP_LATENCY:
+                value = durations.get(name)
+                if value is not None:
+                    latency[name].append(value)
+        if self.limit:
+            item = (row.created, self.total, row)
+            if len(self.recent) < self.limit:
+                heapq.heappush(self.recent, item)
+            elif item > self.recent[0]:
+                heapq.heapreplace(self.recent, item)
+
+    def result(self, evaluated_at: str | None) -> dict[str, Any]:
+        chosen = [row for _, _, row in sorted(self.recent, key=lambda i: i[:2])]
+        return {
+            "evaluated_at": evaluated_at,
+            "pods": self.total,
+            "verdicts": {name: self.verdicts.get(name, 0) for name in v.VERDICT_NAMES},
+            "slo_seconds": SLO_SECONDS,
+            "durations": {name: distribution(self.samples[name]) for name in FLEET_DURATIONS},
+            "heatmap": heatmap(self.pods, self.failures, self.latency),
+            "swimlane": swimlane(chosen, self.total - len(chosen)),
+        }
+
+
 def fleet_digest(
     rows: Iterable[PodRow], evaluated_at: str | None, swimlane_limit: int = SWIMLANE_LIMIT
 ) -> dict[str, Any]:
     """Everything the fleet page draws, from one pass over the pods."""
-    samples: dict[str, list[float]] = {name: [] for name in FLEET_DURATIONS}
-    per_node_failures: dict[str, Counter[str]] = {}
-    per_node_latency: dict[str, dict[str, list[float]]] = {}
-    per_node_pods: Counter[str] = Counter()
-    verdicts: Counter[str] = Counter()
-    recent: list[PodRow] = []
-    total = 0
+    fleet = Fleet(swimlane_limit)
     for row in rows:
-        total += 1
-        verdicts[row.verdict] += 1
-        for name in FLEET_DURATIONS:
-            value = row.durations.get(name)
-            if value is not None:
-                samples[name].append(value)
-        if row.node:
-            per_node_pods[row.node] += 1
-            if row.verdict in FAILURES:
-                per_node_failures.setdefault(row.node, Counter())[row.verdict] += 1
-            latency = per_node_latency.setdefault(row.node, {d: [] for d in HEATMAP_LATENCY})
-            for name in HEATMAP_LATENCY:
-                value = row.durations.get(name)
-                if value is not None:
-                    latency[name].append(value)
-        recent.append(row)
-    return {
-        "evaluated_at": evaluated_at,
-        "pods": total,
-        "verdicts": {name: verdicts.get(name, 0) for name in v.VERDICT_NAMES},
-        "slo_seconds": SLO_SECONDS,
-        "durations": {name: distribution(samples[name]) for name in FLEET_DURATIONS},
-        "heatmap": heatmap(per_node_pods, per_node_failures, per_node_latency),
-        "swimlane": swimlane(recent, swimlane_limit),
-    }
+        fleet.add(row)
+    return fleet.result(evaluated_at)
 
 
 def heatmap(
@@ -142,11 +170,9 @@ def _p90(values: list[float]) -> float | None:
     return percentile(sorted(values), 0.90) if values else None
 
 
-def swimlane(rows: list[PodRow], limit: int) -> dict[str, Any]:
-    """Stage bars of the ``limit`` most recently created pods, one lane each, as compact
-    columns (milliseconds since ``base``) the page turns into WebGL line segments."""
-    rows.sort(key=lambda row: (row.created, row.namespace, row.name))
-    chosen = rows[-limit:] if limit else []
+def swimlane(chosen: list[PodRow], left_out: int) -> dict[str, Any]:
+    """Stage bars of the chosen pods (the most recently created), one lane each, as
+    compact columns (milliseconds since ``base``) the page turns into WebGL segments."""
     lanes = []
     bars: dict[str, list[list[int]]] = {}
     times = []
@@ -154,7 +180,7 @@ def swimlane(rows: list[PodRow], limit: int) -> dict[str, Any]:
     for row in chosen:
         pod_bars = []
         for bar in row.stage_bars():
-            start, end = parse_time(bar["start"]), parse_time(bar["end"])
+            start, end = _time(bar["start"]), _time(bar["end"])
             pod_bars.append((bar["name"], start, end))
             times.append(start)
         parsed.append(pod_bars)
@@ -165,9 +191,10 @@ def swimlane(rows: list[PodRow], limit: int) -> dict[str, Any]:
             bars.setdefault(name, []).append(
                 [lane, round((start - base) * 1000), round((end - base) * 1000)]
             )
-    return {
-        "base_ms": round(base * 1000),
-        "lanes": lanes,
-        "bars": bars,
-        "left_out": len(rows) - len(chosen),
-    }
+    return {"base_ms": round(base * 1000), "lanes": lanes, "bars": bars, "left_out": left_out}
+
+
+def _time(text: str) -> float:
+    # The trace reader's parse, which caches each second: bars share their seconds.
+    value = fast_time(text)
+    return value if value is not None else parse_time(text)

@@ -13,44 +13,56 @@ from webui.detail.rows import PodRow
 MISSING_LISTED = 500
 
 
+class Nodes:
+    """The nodes page's per-node counts, fed one pod at a time (see ``fleet.Fleet``)."""
+
+    def __init__(self) -> None:
+        self.handed: dict[str, Counter[str]] = {}
+        self.missing: dict[str, list[PodRow]] = {}
+
+    def add(self, row: PodRow) -> None:
+        if not row.node:
+            return
+        counts = self.handed.get(row.node)
+        if counts is None:
+            counts = self.handed[row.node] = Counter()
+        counts[row.verdict] += 1
+        if row.node_exists is False:
+            self.missing.setdefault(row.node, []).append(row)
+
+    def result(self, nodes: dict[str, dict[str, Any]], evaluated_at: str | None) -> dict[str, Any]:
+        """``nodes``: name -> {exists, ready, deleted, unschedulable, taints, down}."""
+        table = []
+        for name in sorted(set(nodes) | set(self.handed)):
+            state = nodes.get(name) or {}
+            counts = self.handed.get(name, Counter())
+            table.append(
+                {
+                    "name": name,
+                    "known": name in nodes,
+                    "exists": bool(state.get("exists")),
+                    "ready": state.get("ready") or "",
+                    "deleted": state.get("deleted"),
+                    "unschedulable": bool(state.get("unschedulable")),
+                    "taints": state.get("taints") or [],
+                    "down": [
+                        {"from": start, "to": end, "why": why}
+                        for start, end, why in state.get("down") or []
+                    ],
+                    "pods": sum(counts.values()),
+                    "verdicts": {x: counts[x] for x in v.VERDICT_NAMES if counts[x]},
+                }
+            )
+        return {"evaluated_at": evaluated_at, "nodes": table, "missing": _missing(self.missing)}
+
+
 def nodes_digest(
     rows: Iterable[PodRow], nodes: dict[str, dict[str, Any]], evaluated_at: str | None
 ) -> dict[str, Any]:
-    """``nodes``: name -> {exists, ready, deleted, unschedulable, taints, down}."""
-    handed: dict[str, Counter[str]] = {}
-    missing: dict[str, list[PodRow]] = {}
+    acc = Nodes()
     for row in rows:
-        if not row.node:
-            continue
-        handed.setdefault(row.node, Counter())[row.verdict] += 1
-        if row.node_exists is False:
-            missing.setdefault(row.node, []).append(row)
-    table = []
-    for name in sorted(set(nodes) | set(handed)):
-        state = nodes.get(name) or {}
-        counts = handed.get(name, Counter())
-        table.append(
-            {
-                "name": name,
-                "known": name in nodes,
-                "exists": bool(state.get("exists")),
-                "ready": state.get("ready") or "",
-                "deleted": state.get("deleted"),
-                "unschedulable": bool(state.get("unschedulable")),
-                "taints": state.get("taints") or [],
-                "down": [
-                    {"from": start, "to": end, "why": why}
-                    for start, end, why in state.get("down") or []
-                ],
-                "pods": sum(counts.values()),
-                "verdicts": {name: counts[name] for name in v.VERDICT_NAMES if counts[name]},
-            }
-        )
-    return {
-        "evaluated_at": evaluated_at,
-        "nodes": table,
-        "missing": _missing(missing),
-    }
+        acc.add(row)
+    return acc.result(nodes, evaluated_at)
 
 
 def _missing(missing: dict[str, list[PodRow]]) -> list[dict[str, Any]]:

@@ -113,20 +113,23 @@ class LiveSource:
 
     def digest(self, kind: str, make: Callable[[LiveSource], dict[str, Any]]) -> dict[str, Any]:
         """An aggregate over every pod, reused for DIGEST_TTL seconds: one pass over
-        150,000 stored views costs about a second, a page refresh should not."""
+        150,000 stored views costs seconds, a page refresh should not. Requests arriving
+        while it is computed wait for that one computation."""
         key = (settings.REDIS_URL, self.cluster, kind)
         with _digest_lock:
+            gate = _digest_gates.setdefault(key, threading.Lock())
+        with gate:
             hit = _digests.get(key)
             if hit is not None and time.monotonic() - hit[0] < DIGEST_TTL:
                 return hit[1]
-        value = make(self)
-        with _digest_lock:
+            value = make(self)
             _digests[key] = (time.monotonic(), value)
-        return value
+            return value
 
 
 _digests: dict[tuple[str, str, str], tuple[float, dict[str, Any]]] = {}
 _digest_lock = threading.Lock()
+_digest_gates: dict[tuple[str, str, str], threading.Lock] = {}
 
 
 class ReplaySource:

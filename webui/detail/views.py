@@ -22,8 +22,8 @@ from handoff.trace import format_time, parse_time
 from handoff.verdicts import BINDINGS, VERDICTS
 from webui.demo import is_demo_user
 from webui.detail import traces
-from webui.detail.fleet import SWIMLANE_LIMIT, fleet_digest
-from webui.detail.nodes import nodes_digest
+from webui.detail.fleet import SWIMLANE_LIMIT, Fleet, fleet_digest
+from webui.detail.nodes import Nodes, nodes_digest
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource
 from webui.detail.traces import TraceFile, TraceRejected
 
@@ -112,23 +112,32 @@ def api_pod(request: HttpRequest, cluster: str, namespace: str, name: str) -> di
     return view
 
 
+def _live_digests(source: LiveSource, limit: int) -> dict[str, Any]:
+    """The fleet and nodes aggregates of a live cluster from one pass over its pods."""
+
+    def make(src: LiveSource) -> dict[str, Any]:
+        fleet, nodes = Fleet(limit), Nodes()
+        for row in src.rows():
+            fleet.add(row)
+            nodes.add(row)
+        fold = src.fold()
+        return {
+            "fleet": fleet.result(fold["evaluated_at"]),
+            "nodes": nodes.result(fold["nodes"], fold["evaluated_at"]),
+        }
+
+    return source.digest(f"digests:{limit}", make)
+
+
 @api
 def api_nodes(request: HttpRequest, cluster: str) -> dict[str, Any]:
-    def make(source: LiveSource) -> dict[str, Any]:
-        fold = source.fold()
-        return nodes_digest(source.rows(), fold["nodes"], fold["evaluated_at"])
-
-    return _live(cluster).digest("nodes", make)
+    return _live_digests(_live(cluster), SWIMLANE_LIMIT)["nodes"]
 
 
 @api
 def api_fleet(request: HttpRequest, cluster: str) -> dict[str, Any]:
     limit = _limit(request, SWIMLANE_LIMIT, 2 * SWIMLANE_LIMIT)
-
-    def make(source: LiveSource) -> dict[str, Any]:
-        return fleet_digest(source.rows(), source.fold()["evaluated_at"], limit)
-
-    return _live(cluster).digest(f"fleet:{limit}", make)
+    return _live_digests(_live(cluster), limit)["fleet"]
 
 
 # ---------------------------------------------------------------- replay API
