@@ -14,13 +14,13 @@ import asyncio
 import contextlib
 import gc
 import json
+import multiprocessing
 import os
 import platform
 import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -32,7 +32,7 @@ import orjson
 import redis
 
 from handoff import store
-from handoff.devstack import free_port, port_open, start_time, stop_groups
+from handoff.devstack import free_port, group_members, port_open, start_time, stop_groups
 from handoff.sources.sink import StreamSink
 from handoff.timeline import fold
 from handoff.trace import TraceReader, format_time, open_binary, parse_time
@@ -315,6 +315,7 @@ class Services:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.procs: list[subprocess.Popen] = []
+        self.named: dict[str, subprocess.Popen] = {}
         self._redis_url: str | None = None
         self.env: dict[str, str] = {}
 
@@ -391,16 +392,27 @@ class Services:
 
     def _spawn(self, argv: list[str], name: str) -> None:
         with open(self.workdir / f"{name}.log", "ab") as log:
-            self.procs.append(
-                subprocess.Popen(
-                    argv,
-                    env=self.env or None,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
+            proc = subprocess.Popen(
+                argv,
+                env=self.env or None,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
+        self.procs.append(proc)
+        self.named[name] = proc
+
+    def cpu_seconds(self, name: str) -> float:
+        """CPU time used so far by a started service and its children (its process group):
+        what it costs, whatever else the machine is doing."""
+        proc = self.named[name]
+        total = 0
+        for pid in group_members(proc.pid, start_time(proc.pid) or 0):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total / os.sysconf("SC_CLK_TCK")
 
     def _wait(self, ready: Callable[[], bool], what: str, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
@@ -595,36 +607,11 @@ class Feeder:
         self.next += count
 
 
-async def _listen(
-    url: str,
-    ws_address: str,
-    cookie: str,
-    seen_ws: dict[str, float],
-    seen_group: dict[str, float],
-    flushed: dict[str, float],
-    ready: threading.Event,
-    done: asyncio.Event,
+async def _websocket_client(
+    ws_address: str, cookie: str, seen: dict[str, float], ready: Any, stop: Any
 ) -> None:
-    """A websocket client signed in to Daphne, and a plain Channels group member, both
-    noting when each pod first arrives."""
+    """A browser's part: signed in to Daphne, noting when each pod first arrives."""
     import aiohttp
-    from channels_redis.core import RedisChannelLayer
-
-    from handoff.push import cluster_group
-
-    layer = RedisChannelLayer(hosts=[url])
-    channel = await layer.new_channel()
-    await layer.group_add(cluster_group(LATENCY_CLUSTER), channel)
-
-    async def group() -> None:
-        while not done.is_set():
-            message = await layer.receive(channel)
-            now = time.time()
-            # The fold's clock when it wrote these views (its flush).
-            at = parse_time(message["data"]["evaluated_at"])
-            for pod in message["data"]["pods"]:
-                seen_group.setdefault(pod["name"], now)
-                flushed.setdefault(pod["name"], at)
 
     headers = {"Origin": f"http://{ws_address}", "Cookie": f"sessionid={cookie}"}
     async with (
@@ -636,9 +623,8 @@ async def _listen(
         hello = await ws.receive_json(timeout=30)
         if hello.get("type") != "hello":
             raise RuntimeError(f"websocket refused: {hello}")
-        task = asyncio.ensure_future(group())
         ready.set()
-        while not done.is_set():
+        while not stop.is_set():
             try:
                 frame = await ws.receive(timeout=0.2)
             except TimeoutError:
@@ -649,9 +635,50 @@ async def _listen(
             message = orjson.loads(frame.data)
             if message.get("type") == "cluster.update":
                 for pod in message["data"]["pods"]:
-                    seen_ws.setdefault(pod["name"], now)
-        task.cancel()
-    await layer.group_discard(cluster_group(LATENCY_CLUSTER), channel)
+                    seen.setdefault(pod["name"], now)
+
+
+async def _group_member(
+    url: str, seen: dict[str, float], flushed: dict[str, float], ready: Any, stop: Any
+) -> None:
+    """A plain member of the cluster's Channels group, noting when each pod first
+    arrives and the fold's clock when it wrote the pod (the message's evaluated_at)."""
+    from channels_redis.core import RedisChannelLayer
+
+    from handoff.push import cluster_group
+
+    layer = RedisChannelLayer(hosts=[url])
+    channel = await layer.new_channel()
+    await layer.group_add(cluster_group(LATENCY_CLUSTER), channel)
+
+    async def receive() -> None:
+        while True:
+            message = await layer.receive(channel)
+            now = time.time()
+            at = parse_time(message["data"]["evaluated_at"])
+            for pod in message["data"]["pods"]:
+                seen.setdefault(pod["name"], now)
+                flushed.setdefault(pod["name"], at)
+
+    task = asyncio.ensure_future(receive())
+    ready.set()
+    while not stop.is_set():
+        await asyncio.sleep(0.2)
+    task.cancel()
+
+
+def _listener(
+    kind: str, url: str, address: str, cookie: str, ready: Any, stop: Any, out: str
+) -> None:
+    """One listener, in a process of its own (so neither waits for the GIL behind the
+    other); writes what it saw to ``out`` when told to stop."""
+    seen: dict[str, float] = {}
+    flushed: dict[str, float] = {}
+    if kind == "websocket":
+        asyncio.run(_websocket_client(address, cookie, seen, ready, stop))
+    else:
+        asyncio.run(_group_member(url, seen, flushed, ready, stop))
+    Path(out).write_bytes(orjson.dumps({kind: seen, "flush": flushed}))
 
 
 def _feed(url: str, rate: float, seconds: float, first: int, out: str) -> None:
@@ -666,8 +693,6 @@ def _feed_elsewhere(
 ) -> dict[str, float]:
     """Run the feeder in a process of its own, so the clients measuring here never wait
     for the GIL behind it; returns when each pod was handed over."""
-    import multiprocessing
-
     out = workdir / "sent.json"
     context = multiprocessing.get_context("spawn")
     proc = context.Process(target=_feed, args=(url, rate, seconds, first, str(out)))
@@ -717,41 +742,52 @@ def live_latency(
     services._wait(
         lambda: client.exists(store.lease_key(LATENCY_CLUSTER, store.FOLD)), "the fold task", 60
     )
-    seen_ws: dict[str, float] = {}
-    seen_group: dict[str, float] = {}
-    flushed: dict[str, float] = {}
-    ready = threading.Event()
-    loop = asyncio.new_event_loop()
-    done = asyncio.Event()
-
-    def listen() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(
-            _listen(url, address, cookie, seen_ws, seen_group, flushed, ready, done)
+    context = multiprocessing.get_context("spawn")
+    stop = context.Event()
+    listeners = []
+    for kind in ("websocket", "group"):
+        ready = context.Event()
+        out = services.workdir / f"seen-{kind}.json"
+        proc = context.Process(
+            target=_listener, args=(kind, url, address, cookie, ready, stop, str(out))
         )
-
-    listener = threading.Thread(target=listen, daemon=True)
-    listener.start()
-    if not ready.wait(60):
-        raise RuntimeError("the websocket client did not connect")
-    rows = []
+        proc.start()
+        if not ready.wait(60):
+            raise RuntimeError(f"the {kind} listener did not connect")
+        listeners.append((proc, out))
+    spans = []
     first = 0
     for rate in rates:
+        cpu = {name: services.cpu_seconds(name) for name in ("worker", "daphne")}
         sent = _feed_elsewhere(url, rate, seconds, first, services.workdir)
-        _caught_up(client, LATENCY_CLUSTER, timeout=30)
+        _caught_up(client, LATENCY_CLUSTER, timeout=60)
         time.sleep(1.0)  # let the last pods through Daphne
-        names = [f"p{n}" for n in range(first, first + len(sent))]
+        # CPU per 1,000 pods: the rate one core could sustain, on any machine load.
+        cost = {
+            name: round(1000 * (services.cpu_seconds(name) - before) / max(1, len(sent)), 3)
+            for name, before in cpu.items()
+        }
+        spans.append((rate, first, sent, cost))
         first += len(sent)
-        skip = int(warmup * rate)
-        measured = names[skip:]
-        row = {"rate": rate, "events": len(names), "seconds": seconds}
-        for path, seen in (("websocket", seen_ws), ("group", seen_group), ("flush", flushed)):
-            lost = sum(1 for name in measured if name not in seen)
-            stats = _percentiles([seen[n] - sent[n] for n in measured if n in seen])
+    stop.set()
+    seen: dict[str, dict[str, float]] = {}
+    for proc, out in listeners:
+        proc.join(timeout=30)
+        for kind, times in orjson.loads(out.read_bytes()).items():
+            if times:
+                seen[kind] = times
+    rows = []
+    for rate, first, sent, cost in spans:
+        names = [f"p{n}" for n in range(first, first + len(sent))]
+        measured = names[int(warmup * rate) :]
+        row: dict[str, Any] = {"rate": rate, "events": len(names), "seconds": seconds}
+        row["cpu_s_per_1k_pods"] = cost
+        for path in ("websocket", "group", "flush"):
+            times = seen.get(path, {})
+            lost = sum(1 for name in measured if name not in times)
+            stats = _percentiles([times[n] - sent[n] for n in measured if n in times])
             row[path] = {**stats, "missing": lost}
         rows.append(row)
-    loop.call_soon_threadsafe(done.set)
-    listener.join(timeout=10)
     client.close()
     return rows
 
@@ -767,6 +803,8 @@ def run_latency_benchmarks(
             f"; of which observed → fold's flush p50 {flush['p50_ms']} / p99 {flush['p99_ms']} ms"
         )
         missing = f"; {ws['missing']} pods never arrived" if ws["missing"] else ""
+        cost = row["cpu_s_per_1k_pods"]
+        missing += f"; CPU per 1k pods: fold worker {cost['worker']} s, Daphne {cost['daphne']} s"
         if row["rate"] in (1000, 5000) or row["rate"] == max(rates):
             target = "p99 ≤ 250 ms at 5k events/s" if row["rate"] == 5000 else ""
             results.add(
