@@ -25,6 +25,15 @@ class OwnerReference(msgspec.Struct, gc=False):
     name: str = ""
 
 
+class Annotations(msgspec.Struct, gc=False):
+    """The annotations that mark a mirror (static) pod; every other annotation,
+    ``last-applied-configuration`` included, is skipped by the decoder unread."""
+
+    mirror: str | None = msgspec.field(default=None, name="kubernetes.io/config.mirror")
+    source: str | None = msgspec.field(default=None, name="kubernetes.io/config.source")
+    hash: str | None = msgspec.field(default=None, name="kubernetes.io/config.hash")
+
+
 class ObjectMeta(msgspec.Struct, gc=False):
     name: str = ""
     namespace: str = ""
@@ -32,7 +41,7 @@ class ObjectMeta(msgspec.Struct, gc=False):
     resourceVersion: str = ""
     creationTimestamp: str | None = None
     deletionTimestamp: str | None = None
-    annotations: dict[str, str] | None = None
+    annotations: Annotations | None = None
     ownerReferences: list[OwnerReference] | None = None
 
 
@@ -58,7 +67,6 @@ class ContainerState(msgspec.Struct, gc=False):
 
 
 class ContainerStatus(msgspec.Struct, gc=False):
-    name: str = ""
     state: ContainerState | None = None
 
 

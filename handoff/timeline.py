@@ -42,6 +42,7 @@ from handoff.kube import (
 )
 from handoff.report import build_report
 from handoff.schema import (
+    Annotations,
     Condition,
     KubeObject,
     ObjectMeta,
@@ -81,7 +82,6 @@ ROUTINE_REASONS = frozenset(
     {"Pulling", "Pulled", "Created", "Started", "Killing", "BackOff", "SandboxChanged"}
 )
 DELETING_BIT = v.DELETING_BIT
-_NO_ANNOTATIONS: dict[str, str] = {}  # read only
 DISRUPTION_BIT = v.DISRUPTION_BIT
 
 
@@ -406,20 +406,17 @@ class Timeline:
         if meta.ownerReferences:
             owner = meta.ownerReferences[0]
             pod.owner = (intern(owner.kind), intern(owner.name))
-        annotations = meta.annotations or _NO_ANNOTATIONS
-        static = (
-            "kubernetes.io/config.mirror" in annotations
-            or annotations.get("kubernetes.io/config.source") == "file"
-            or (pod.owner is not None and pod.owner[0] == "Node")
+        notes = meta.annotations
+        static = (notes is not None and (notes.mirror is not None or notes.source == "file")) or (
+            pod.owner is not None and pod.owner[0] == "Node"
         )
         pod.flags = flags | STATIC if static else flags
-        if static:
-            self._alias_static(pod, annotations)
+        if static and notes is not None:
+            self._alias_static(pod, notes)
 
-    def _alias_static(self, pod: PodState, annotations: dict[str, str]) -> None:
-        for key in ("kubernetes.io/config.mirror", "kubernetes.io/config.hash"):
-            alias = annotations.get(key)
-            if isinstance(alias, str) and alias and alias != pod.uid:
+    def _alias_static(self, pod: PodState, notes: Annotations) -> None:
+        for alias in (notes.mirror, notes.hash):
+            if alias and alias != pod.uid:
                 self.aliases[alias] = pod.uid
                 earlier = self.pods.get(alias)
                 if earlier is not None and not earlier.flags & HAS_OBJECT:
