@@ -88,7 +88,9 @@ class ImportReader:
         """Trace v1 read by TraceReader itself: the same checks, line for line."""
         self.format = "trace"
         reader = TraceReader(lines, kinds=self.kinds)
-        yield from reader
+        for event in reader:
+            self.header = reader.header  # read with line 1, before any event
+            yield event
         self.header = reader.header
         self.errors.extend(reader.errors)
         self.skipped.update(reader.skipped)

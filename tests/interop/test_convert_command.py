@@ -65,3 +65,22 @@ def test_it_exits_2_when_nothing_is_readable(tmp_path):
 def test_it_refuses_a_missing_input(tmp_path):
     with pytest.raises(CommandError, match="cannot read"):
         _convert(tmp_path / "nope.json", tmp_path / "out.jsonl")
+
+
+def test_it_keeps_a_traces_header_and_names_the_format_otherwise(tmp_path):
+    from handoff.trace import TraceReader, TraceWriter
+
+    trace = tmp_path / "in.jsonl"
+    with TraceWriter(trace, cluster="prod", source="simulator:x:seed=1") as writer:
+        writer.write(
+            "2026-03-01T10:00:00.000000Z", "ADDED", {"kind": "Node", "metadata": {"name": "n"}}
+        )
+    _convert(trace, tmp_path / "same.jsonl")
+    _convert(REAL / "ManageIQ__kubeclient__test_json_watch_stream.json", tmp_path / "w.jsonl")
+
+    kept = TraceReader(tmp_path / "same.jsonl")
+    list(kept)
+    named = TraceReader(tmp_path / "w.jsonl")
+    list(named)
+    assert (kept.header.cluster, kept.header.source) == ("prod", "simulator:x:seed=1")
+    assert named.header.source == "import:watch"

@@ -39,15 +39,21 @@ class Command(BaseCommand):
         bar = _Bar(self.stderr) if is_tty(self.stderr) and size >= BAR_FROM_BYTES else None
         reader = open_events(source, on_progress=bar.show if bar else None)
         written = 0
+        writer: TraceWriter | None = None
         try:
-            with TraceWriter(target, cluster=options["cluster"]) as writer:
-                for event in reader:
-                    if event.raw is not None:
-                        writer.write_line(event.raw)
-                        written += 1
+            for event in reader:
+                if writer is None:
+                    writer = self._writer(target, reader, options["cluster"])
+                if event.raw is not None:
+                    writer.write_line(event.raw)
+                    written += 1
+            if writer is None:
+                writer = self._writer(target, reader, options["cluster"])
         except OSError as exc:
             raise CommandError(f"cannot convert {source}: {exc.strerror or exc}") from exc
         finally:
+            if writer is not None:
+                writer.close()
             if bar is not None:
                 bar.done()
         self._report(source, reader, written)
@@ -55,6 +61,16 @@ class Command(BaseCommand):
             target.unlink(missing_ok=True)
             self.stderr.write(f"{source}: nothing could be read")
             sys.exit(2)
+
+    @staticmethod
+    def _writer(target: Path, reader: Any, cluster: str | None) -> TraceWriter:
+        """Opened at the first event, when a trace input's header has been read: its cluster
+        and source carry over unless ``--cluster`` names another."""
+        header = reader.header
+        if cluster is None and header is not None:
+            cluster = header.cluster
+        source = header.source if header is not None and header.source else None
+        return TraceWriter(target, cluster=cluster, source=source or f"import:{reader.format}")
 
     def _report(self, source: Path, reader: Any, written: int) -> None:
         for error in reader.errors[:MAX_ERRORS_PRINTED]:
