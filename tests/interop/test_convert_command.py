@@ -84,3 +84,33 @@ def test_it_keeps_a_traces_header_and_names_the_format_otherwise(tmp_path):
     list(named)
     assert (kept.header.cluster, kept.header.source) == ("prod", "simulator:x:seed=1")
     assert named.header.source == "import:watch"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_it_shows_a_progress_bar_on_a_terminal_for_large_inputs(tmp_path):
+    import json
+
+    pods = [
+        {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "metadata": {"name": f"p{i}", "uid": f"u{i}"},
+            "spec": {"containers": [{"name": "c", "image": "x" * 200}]},
+        }
+        for i in range(4000)
+    ]
+    source = tmp_path / "big.json"
+    source.write_text(json.dumps({"kind": "List", "items": pods}, indent=4))
+    err = _Terminal()
+
+    call_command(
+        "convert", str(source), str(tmp_path / "out.jsonl"), stdout=io.StringIO(), stderr=err
+    )
+
+    assert source.stat().st_size > 1 << 20
+    assert "\r[" in err.getvalue()
+    assert "100% of" in err.getvalue()
