@@ -133,9 +133,13 @@ class AuditLog:
             self.incarnations[key] = self.incarnations.get(key, 0) + 1
             _fill_identity(obj, kind, namespace, name, at, ref, self.incarnations[key])
             type_ = "ADDED"
+        elif current is None and kind == "Node" and verb == "delete":
+            # A node that predates the log going away still matters: PodGC and the
+            # verdicts of pods bound to it depend on whether it exists.
+            obj, type_ = {"kind": "Node", "apiVersion": "v1", "metadata": {"name": name}}, "DELETED"
         elif current is None:
-            self.skipped[f"audit {verb} of an object created before the log"] += 1
             if response is None or verb == "delete":
+                self.skipped[f"audit {verb} of an object created before the log"] += 1
                 return None
             obj, type_ = copy.deepcopy(response), "ADDED"
         elif verb == "delete" and subresource == "":

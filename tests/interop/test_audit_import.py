@@ -137,3 +137,21 @@ def test_it_rebuilds_a_pod_from_a_metadata_level_log():
     assert reader.skipped["audit get"] == 1
     assert reader.skipped["audit failed request"] == 1
     assert b"token" not in b"".join(e.raw for e in events)
+
+
+def test_it_keeps_the_deletion_of_a_node_older_than_the_log():
+    delete = _audit(
+        "delete",
+        "worker-9",
+        "system:serviceaccount:kube-system:cloud-node-manager",
+        "05.000000",
+        ref={"resource": "nodes", "namespace": None},
+    )
+    reader = open_events(io.BytesIO(delete + b"\n"))
+    (event,) = list(reader)
+
+    assert (event.type, event.object.kind, event.object.metadata.name) == (
+        "DELETED",
+        "Node",
+        "worker-9",
+    )
