@@ -35,7 +35,7 @@ from handoff import store
 from handoff.devstack import free_port, group_members, port_open, start_time, stop_groups
 from handoff.sources.sink import StreamSink
 from handoff.timeline import fold
-from handoff.trace import TraceReader, format_time, open_binary, parse_time
+from handoff.trace import TraceReader, format_time, open_binary
 
 TYPED_MODELS = {
     ("v1", "Pod"): "V1Pod",
@@ -638,11 +638,9 @@ async def _websocket_client(
                     seen.setdefault(pod["name"], now)
 
 
-async def _group_member(
-    url: str, seen: dict[str, float], flushed: dict[str, float], ready: Any, stop: Any
-) -> None:
+async def _group_member(url: str, seen: dict[str, float], ready: Any, stop: Any) -> None:
     """A plain member of the cluster's Channels group, noting when each pod first
-    arrives and the fold's clock when it wrote the pod (the message's evaluated_at)."""
+    arrives."""
     from channels_redis.core import RedisChannelLayer
 
     from handoff.push import cluster_group
@@ -655,10 +653,8 @@ async def _group_member(
         while True:
             message = await layer.receive(channel)
             now = time.time()
-            at = parse_time(message["data"]["evaluated_at"])
             for pod in message["data"]["pods"]:
                 seen.setdefault(pod["name"], now)
-                flushed.setdefault(pod["name"], at)
 
     task = asyncio.ensure_future(receive())
     ready.set()
@@ -673,12 +669,11 @@ def _listener(
     """One listener, in a process of its own (so neither waits for the GIL behind the
     other); writes what it saw to ``out`` when told to stop."""
     seen: dict[str, float] = {}
-    flushed: dict[str, float] = {}
     if kind == "websocket":
         asyncio.run(_websocket_client(address, cookie, seen, ready, stop))
     else:
-        asyncio.run(_group_member(url, seen, flushed, ready, stop))
-    Path(out).write_bytes(orjson.dumps({kind: seen, "flush": flushed}))
+        asyncio.run(_group_member(url, seen, ready, stop))
+    Path(out).write_bytes(orjson.dumps({kind: seen}))
 
 
 def _feed(url: str, rate: float, seconds: float, first: int, out: str) -> None:
@@ -782,7 +777,7 @@ def live_latency(
         measured = names[int(warmup * rate) :]
         row: dict[str, Any] = {"rate": rate, "events": len(names), "seconds": seconds}
         row["cpu_s_per_1k_pods"] = cost
-        for path in ("websocket", "group", "flush"):
+        for path in ("websocket", "group"):
             times = seen.get(path, {})
             lost = sum(1 for name in measured if name not in times)
             stats = _percentiles([times[n] - sent[n] for n in measured if n in times])
@@ -798,10 +793,7 @@ def run_latency_benchmarks(
     rows = live_latency(services, rates, seconds)
     results.series["live latency"] = rows
     for row in rows:
-        ws, group, flush = row["websocket"], row["group"], row["flush"]
-        fold_part = (
-            f"; of which observed → fold's flush p50 {flush['p50_ms']} / p99 {flush['p99_ms']} ms"
-        )
+        ws, group = row["websocket"], row["group"]
         missing = f"; {ws['missing']} pods never arrived" if ws["missing"] else ""
         cost = row["cpu_s_per_1k_pods"]
         missing += f"; CPU per 1k pods: fold worker {cost['worker']} s, Daphne {cost['daphne']} s"
@@ -815,7 +807,7 @@ def run_latency_benchmarks(
                     target=target,
                     met=(ws["p99_ms"] <= 250 and not ws["missing"]) if target else None,
                     note=f"p50 {ws['p50_ms']} ms, max {ws['max_ms']} ms over {ws['n']} pods "
-                    f"({row['seconds']:.0f} s, first second dropped){fold_part}{missing}",
+                    f"({row['seconds']:.0f} s, first second dropped){missing}",
                 )
             )
         if row["rate"] == 2000:
@@ -827,7 +819,7 @@ def run_latency_benchmarks(
                     target="p99 ≤ 100 ms at 2k events/s",
                     met=group["p99_ms"] <= 100 and not group["missing"],
                     note=f"p50 {group['p50_ms']} ms, max {group['max_ms']} ms "
-                    f"over {group['n']} pods{fold_part}",
+                    f"over {group['n']} pods",
                 )
             )
 
