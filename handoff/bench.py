@@ -866,12 +866,25 @@ def write_figures(results: Results, out_dir: Path, stem: str = "benchmarks") -> 
                         name=f"{label} {q[:3]}",
                     )
                 )
-        fig.add_hline(y=250, line_dash="dash", annotation_text="websocket p99 target")
-        fig.add_hline(y=100, line_dash="dash", annotation_text="group p99 target")
+        # Targets as traces: add_hline misplaces lines on a log axis.
+        for y, label in (
+            (250, "target: websocket p99 at 5k/s"),
+            (100, "target: group p99 at 2k/s"),
+        ):
+            fig.add_trace(
+                go.Scatter(
+                    x=[min(rates), max(rates)],
+                    y=[y, y],
+                    mode="lines",
+                    line={"dash": "dash", "color": "black", "width": 1},
+                    name=label,
+                )
+            )
         fig.update_layout(
             title="Live latency: watch event observed → delivered",
-            xaxis_title="events/s",
-            yaxis_title="ms",
+            xaxis_title="events/s (each a new pod)",
+            yaxis_title="ms (log scale)",
+            yaxis_type="log",
         )
         figures["latency"] = fig
     written = []
