@@ -94,7 +94,7 @@ class LiveSource:
         uids = [
             store.member_uid(member)
             for member, _ in self.client.zscan_iter(
-                store.changed_key(self.cluster), match=pattern, count=5000
+                store.changed_key(self.cluster), match=pattern, count=20000
             )
         ]
         candidates = []
