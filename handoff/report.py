@@ -53,17 +53,21 @@ def pod_view(
     binding = timeline.binding(pod)
     m = pod.milestones
     rejection = None
-    message = pod.unschedulable_message
-    if judgement.verdict == v.REJECTED:
-        reason, message = pod.rejection or (judgement.reason or "", pod.status_message)
-        rejection = {"reason": reason, "message": message}
-        parsed = parse_admission_message(message)
-        if parsed:
-            rejection.update(parsed)
-    elif judgement.verdict == v.EVICTED and pod.evicted_event is not None:
-        message = pod.evicted_event[2]
-    elif judgement.verdict == v.EVICTED and pod.status_reason == "Evicted":
-        message = pod.status_message
+    message = ""
+    if pod.extra is not None:  # only pods with rare facts have a message to explain
+        message = pod.unschedulable_message
+        if judgement.verdict == v.REJECTED:
+            reason, message = pod.rejection or (judgement.reason or "", pod.status_message)
+            rejection = {"reason": reason, "message": message}
+            parsed = parse_admission_message(message)
+            if parsed:
+                rejection.update(parsed)
+        elif judgement.verdict == v.EVICTED and pod.evicted_event is not None:
+            message = pod.evicted_event[2]
+        elif judgement.verdict == v.EVICTED and pod.status_reason == "Evicted":
+            message = pod.status_message
+    elif judgement.verdict == v.REJECTED:
+        rejection = {"reason": judgement.reason or "", "message": ""}
     bound = m[_INDEX["bound"]] if m[_INDEX["bound"]] is not None else m[_INDEX["created"]]
     window = judgement.podgc_window
     ctx = Context(
