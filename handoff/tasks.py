@@ -24,7 +24,7 @@ from django.conf import settings
 from handoff import health, store
 from handoff.ingest import Folder, FoldSettings
 from handoff.push import Publisher
-from handoff.sources.base import WatchSettings
+from handoff.sources.base import SourceError, WatchSettings
 from handoff.sources.sink import StreamSink
 from handoff.sources.watching import keep_lease
 
@@ -191,9 +191,13 @@ def watch(self, cluster: str, resource: str) -> str:
         with on_worker_stop(loop.stop):
             stopped = loop.run(time.monotonic() + tuning.window)
     except Exception as exc:
-        store.note_stream(
-            client, cluster, resource, last_error=type(exc).__name__, error_at=time.time()
-        )
+        # E.g. no readable kubeconfig or service account: counts as a failed call, so
+        # /healthz names it after HANDOFF_STREAM_ERROR_LIMIT restarts by supervise.
+        message = str(exc) if isinstance(exc, SourceError) else type(exc).__name__
+        pipe = client.pipeline(transaction=False)
+        store.note_stream(pipe, cluster, resource, last_error=message, error_at=time.time())
+        pipe.hincrby(store.stream_key(cluster, resource), "failures", 1)
+        pipe.execute()
         lease.release()
         raise
     if stopped in ("window", "stopping"):

@@ -214,3 +214,24 @@ def test_a_held_watch_that_hears_nothing_makes_it_unhealthy(client, redis_client
     assert status == 503
     assert body["streams"]["quiet"]["nodes"]["problem"].startswith("nothing from the API server")
     assert body["streams"]["quiet"]["pods"]["ok"] is True
+
+
+def test_a_stream_that_cannot_even_start_is_named_after_repeated_tries(
+    client, redis_client, tmp_path, monkeypatch
+):
+    """An in-cluster cluster on a machine with no service account: each start fails."""
+    from tests.ingest.helpers import register
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HANDOFF_SERVICE_ACCOUNT_DIR", str(tmp_path))
+    register(redis_client, "nowhere", "in-cluster")
+    health.write_heartbeat(redis_client, now=time.time())
+    for _ in range(3):  # what beat's supervise does every few seconds
+        result = tasks.watch.apply(args=["nowhere", "pods"])
+        assert result.failed()
+    status, body = _failing(client)
+    pods = body["streams"]["nowhere"]["pods"]
+    assert status == 503
+    assert pods["failures"] == 3
+    assert pods["problem"].startswith("3 failed calls in a row, last: in-cluster configuration")
+    assert redis_client.get(store.lease_key("nowhere", "pods")) is None
