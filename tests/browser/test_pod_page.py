@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 import redis
 
+from handoff import store
 from tests.detail.sites import hover_points
 from tests.detail.tracedata import HOSTILE, TRACES, fold_into_redis, hostile_trace
 
@@ -46,6 +48,18 @@ def test_it_shows_a_watch_update_on_hover(page, demo_site: str, redis_client: re
     assert "first seen on node worker-2" in hover_points(page, "#pod-chart", "first seen")
     assert "PodGC" in page.inner_text('[data-testid="pod-page"]')
     assert page.locator(".pod-facts .node.missing").count() == 1
+
+
+def test_it_draws_watch_gaps_as_blind_intervals(
+    page, demo_site: str, redis_client: redis.Redis, screenshot
+) -> None:
+    fold_into_redis(redis_client, "pod-gaps", TRACES / "stuck-node-missing.jsonl")
+    gap = {"stream": "events", "from": "2026-03-01T12:30:05.000000Z", "to": "2026-03-01T12:30:09Z"}
+    redis_client.lpush(store.blind_key("pod-gaps"), orjson.dumps(gap))
+    open_pod(page, demo_site, "pod-gaps", "default", "ghost5")
+    legend = page.locator("#pod-chart .legendtext", has_text="watch blind (events)")
+    assert legend.count() == 1
+    screenshot()
 
 
 def test_it_shows_hostile_strings_as_text(

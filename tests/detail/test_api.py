@@ -194,3 +194,15 @@ def test_it_picks_the_newest_of_a_reused_name_and_any_by_uid(signed_in, redis_cl
     older = signed_in.get(f"/api/clusters/c-reused/pods/data/db-0?uid={other['uid']}").json()
     assert older["uid"] == other["uid"]
     assert older["same_name"][0]["uid"] == body["uid"]
+
+
+def test_it_attaches_the_watch_gaps_of_the_pods_life(signed_in, redis_client):
+    fold_into_redis(redis_client, "c-gaps", TRACES / "stuck-node-missing.jsonl")
+    # As handoff/sources/watching.py records a relist after a gap (newest first).
+    for gap in (
+        {"stream": "pods", "from": "2026-03-01T12:00:00.000000Z", "to": "2026-03-01T12:10:00Z"},
+        {"stream": "events", "from": "2026-03-01T12:30:05.000000Z", "to": "2026-03-01T12:30:09Z"},
+    ):
+        redis_client.lpush(store.blind_key("c-gaps"), orjson.dumps(gap))
+    view = signed_in.get("/api/clusters/c-gaps/pods/default/ghost5").json()
+    assert [g["stream"] for g in view["watch_gaps"]] == ["events"]

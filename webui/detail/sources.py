@@ -105,7 +105,22 @@ class LiveSource:
                     if (view["namespace"], view["name"]) == (namespace, name):
                         candidates.append(view)
         chosen = pick(candidates, uid)
-        return None if chosen is None else with_others(chosen, candidates)
+        if chosen is None:
+            return None
+        return {**with_others(chosen, candidates), "watch_gaps": self.watch_gaps(chosen)}
+
+    def watch_gaps(self, view: dict[str, Any]) -> list[dict[str, str]]:
+        """The cluster's blind intervals (a watch relisted after a gap) that overlap the
+        pod's life: what happened to it then was not seen as it happened."""
+        milestones = view.get("milestones") or {}
+        born = milestones.get("created") or milestones.get("bound") or ""
+        gone = milestones.get("deleted") or "9999"
+        gaps = []
+        for raw in self.client.lrange(store.blind_key(self.cluster), 0, -1):
+            gap = orjson.loads(raw)
+            if isinstance(gap, dict) and gap.get("to", "") >= born and gap.get("from", "") <= gone:
+                gaps.append(gap)
+        return sorted(gaps, key=lambda g: g.get("from", ""))
 
     def rows(self) -> Iterator[PodRow]:
         for _, raw in self.client.hscan_iter(store.pods_key(self.cluster), count=2000):
@@ -157,6 +172,7 @@ class ReplaySource:
     def view(self, pod: Any) -> dict[str, Any]:
         view = pod_view(self.timeline, pod, self.at, self.stuck_after)
         view["deleted_blind"] = None  # a trace records no relists
+        view["watch_gaps"] = []
         return view
 
     def pod(self, namespace: str, name: str, uid: str | None) -> dict[str, Any] | None:

@@ -86,6 +86,11 @@
         "<b>watch blind</b> (" + H.esc(blind.stream) + ")<br>" + H.esc(fmt(blind.from)) + " → " + H.esc(fmt(blind.to)) +
         "<br>the pod was deleted some time in this gap"));
     }
+    (view.watch_gaps || []).forEach(function (gap) {
+      traces.push(spanTrace("watch blind (" + H.esc(gap.stream) + ")", "watch updates", gap.from, gap.to, "#888",
+        "<b>watch blind</b> (" + H.esc(gap.stream) + " stream relisted)<br>" + H.esc(fmt(gap.from)) + " → " + H.esc(fmt(gap.to)) +
+        "<br>changes in this gap were not seen as they happened"));
+    });
     if (view.podgc) {
       rows.push("PodGC");
       traces.push(spanTrace("PodGC window", "PodGC", view.podgc.earliest, view.podgc.latest, H.verdicts["podgc-deleted"].colour,
