@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 # Verdicts that can change with nothing but the passing of time.
 TIME_BASED = frozenset({v.AWAITING_KUBELET, v.STARTING})
 SNAPSHOT_VERSION = 2
+NODE_BLIND = "node:"  # key prefix in Folder.blind for nodes (pods are keyed by uid)
 
 
 class Snapshot(msgspec.Struct):
@@ -179,6 +180,8 @@ class Folder:
                         self._note_blind(pod, raw)
                 else:
                     nodes_dirty = True  # Node changes, and events about nodes, return None
+                    if b'"blind"' in raw and event.type == "DELETED":
+                        self._note_blind_node(raw)
             self.cursor = entry_id
         if nodes_dirty:
             self.nodes_dirty = True
@@ -191,6 +194,14 @@ class Folder:
         blind = orjson.loads(raw).get("blind")
         if isinstance(blind, dict) and pod.uid not in self.blind:
             self.blind[pod.uid] = blind
+
+    def _note_blind_node(self, raw: bytes) -> None:
+        """A node gone while the watch was blind: its page says when it could have gone."""
+        line = orjson.loads(raw)
+        obj, blind = line.get("object") or {}, line.get("blind")
+        name = (obj.get("metadata") or {}).get("name")
+        if obj.get("kind") == "Node" and name and isinstance(blind, dict):
+            self.blind.setdefault(NODE_BLIND + name, blind)
 
     def now(self) -> float:
         """The cluster's clock: its last observed event, moved on by the wall clock since.
@@ -249,6 +260,8 @@ class Folder:
                 "exists": node.exists,
                 "ready": node.ready,
                 "deleted": format_time(node.deleted) if node.deleted else None,
+                # Gone while the watch was blind: {stream, from, to}, else None.
+                "deleted_blind": None if node.exists else self.blind.get(NODE_BLIND + name),
                 "unschedulable": node.unschedulable,
                 "taints": node.taints,
                 # Readiness history for the nodes page: [from, to or None, why] per outage.

@@ -276,4 +276,7 @@ def test_nodes_and_events_gone_while_blind_are_recorded_deleted(served, redis_cl
     assert sorted(gaps) == ["events", "nodes", "pods"]
     folder = fold_all(redis_client, "sim")
     assert folder.timeline.nodes[node[1]].deleted is not None
+    nodes = orjson.loads(store.fold_state(redis_client, "sim")["nodes_json"])
+    assert nodes[node[1]]["deleted_blind"]["stream"] == "nodes"
+    assert all(v["deleted_blind"] is None for k, v in nodes.items() if k != node[1])
     assert node_uid not in store.known(redis_client, "sim", "nodes")
