@@ -8,6 +8,7 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
+import redis
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import BadRequest as DjangoBadRequest
@@ -53,6 +54,8 @@ def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
             return JsonResponse({"error": str(exc)}, status=400)
         except Http404 as exc:
             return JsonResponse({"error": str(exc) or "not found"}, status=404)
+        except redis.RedisError as exc:
+            return JsonResponse({"error": f"store unavailable ({type(exc).__name__})"}, status=503)
 
     return wrapper
 
