@@ -164,10 +164,20 @@ if not SECURE_HSTS_PRELOAD:
 
 REDIS_URL = os.getenv("REDIS_URL", "redis://127.0.0.1:6379/0")
 
+# Every websocket joins its cluster's group through this pool; redis-py refuses (rather
+# than waits) past max_connections, so a burst of browsers reconnecting after a deploy
+# needs room: one Daphne holds a connection per concurrent group_add/send.
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL]},
+        "CONFIG": {
+            "hosts": [
+                {
+                    "address": REDIS_URL,
+                    "max_connections": envint("HANDOFF_CHANNEL_REDIS_CONNECTIONS", "1000"),
+                }
+            ]
+        },
     }
 }
 
