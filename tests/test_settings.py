@@ -100,7 +100,9 @@ def test_it_points_celery_and_channels_at_redis_url(monkeypatch, tmp_path):
     url = "redis://redis.internal:6380/2"
     ns = load_settings(monkeypatch, tmp_path, REDIS_URL=url)
     assert ns["CELERY_BROKER_URL"] == url
-    assert ns["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == [url]
+    assert ns["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == [
+        {"address": url, "max_connections": 1000}
+    ]
 
 
 def test_it_defaults_redis_url_to_localhost(monkeypatch, tmp_path):
