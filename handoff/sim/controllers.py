@@ -309,6 +309,10 @@ class Deployments:
             sets.remove(current)
             sets.append(current)
         self._roll(key)
+        if key not in self._pending:
+            # observedGeneration follows a spec change even when no ReplicaSet changes.
+            self._pending.add(key)
+            self.loop.call_later(self.delay[0], self._write_status, key)
 
     def _roll(self, key: tuple[str, str]) -> None:
         """One step of RollingUpdate with maxSurge/maxUnavailable 25%."""

@@ -190,3 +190,27 @@ def test_removing_a_static_pod_manifest_takes_its_mirror_pod_away() -> None:
     assert 20 <= seen[-1][0] - removed_at <= 51
     assert cap.events("kube-scheduler-control-plane", "Killing")
     assert cap.pods("etcd-control-plane")[-1][1] != "DELETED"
+
+
+def test_deployments_and_their_replicasets_are_api_objects_with_status() -> None:
+    cluster = small_cluster()
+    cluster.add_node("n1")
+    cap = Capture(cluster)
+    template = {"metadata": {"labels": {"app": "web"}}, "spec": nginx("x")["spec"]}
+    cluster.deployments.apply("default", "web", template, 2)
+    cap.run(30)
+    dep = cluster.api.get("deployments", "default", "web")
+    assert dep["status"]["readyReplicas"] == 2
+    assert dep["status"]["observedGeneration"] == dep["metadata"]["generation"] == 1
+    (rs,) = cluster.api.list("replicasets")[0]
+    assert rs["status"]["availableReplicas"] == 2
+    assert rs["metadata"]["ownerReferences"][0]["uid"] == dep["metadata"]["uid"]
+    # A spec change that touches no ReplicaSet still moves observedGeneration.
+    cluster.deployments.update_object({**dep, "spec": {**dep["spec"], "revisionHistoryLimit": 3}})
+    cap.run(5)
+    dep = cluster.api.get("deployments", "default", "web")
+    assert dep["metadata"]["generation"] == 2
+    assert dep["status"]["observedGeneration"] == 2
+    cluster.deployments.apply("default", "web", template, 1)
+    cap.run(60)
+    assert len([p for p in cluster.api.list("pods")[0] if p["status"]["phase"] == "Running"]) == 1
