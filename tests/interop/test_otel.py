@@ -127,3 +127,15 @@ def test_it_says_when_the_collector_is_unreachable():
             "http://127.0.0.1:9/v1/traces",
             stdout=io.StringIO(),
         )
+
+
+@pytest.mark.django_db
+def test_it_exports_a_live_clusters_stored_pods(prod, tmp_path):
+    out_file = tmp_path / "live.json"
+    call_command("export-otel", "--cluster", "prod", "--out", str(out_file), stdout=io.StringIO())
+
+    parsed = json_format.Parse(out_file.read_text(), ExportTraceServiceRequest())
+    spans = parsed.resource_spans[0].scope_spans[0].spans
+    roots = [s for s in spans if not s.parent_span_id]
+    assert len(roots) == sum(1 for view in prod.values() if view["stages"])
+    assert len(spans) == len(roots) + sum(len(view["stages"]) for view in prod.values())
