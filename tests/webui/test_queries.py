@@ -168,3 +168,25 @@ def test_it_counts_pods_per_verdict_from_the_indexes(stored):
     assert counts["attention"] == sum(
         1 for x in views.values() if x["verdict"] in queries.ATTENTION
     )
+
+
+def test_it_gives_exact_duration_percentiles_up_to_the_sample_size_then_samples(redis_client):
+    from handoff.durations import summarise
+
+    views = make_views(template(redis_client), 60)
+    for i, view in enumerate(views.values()):
+        view["durations"] = {**view["durations"], "create_to_running": float(i)}
+    write(redis_client, "big", views)
+    exact = queries.durations(redis_client, "big", sample=100)
+    samples: dict[str, list[float]] = {}
+    for view in views.values():
+        for name, value in view["durations"].items():
+            if value is not None:
+                samples.setdefault(name, []).append(value)
+    assert exact["sampled"] == 60
+    assert exact["durations"] == summarise(samples)
+    assert exact["durations"]["create_to_running"]["p50"] == 29.0
+    sampled = queries.durations(redis_client, "big", sample=20)
+    assert sampled["pods"] == 60
+    assert sampled["sampled"] == 20
+    assert sampled["durations"]["create_to_running"]["count"] == 20
