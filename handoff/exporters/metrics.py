@@ -6,9 +6,10 @@ the fold's cursor in ``idx:changed`` (and removals in ``removed``), so each scra
 only the views written since the previous one, replaces their old contribution with the
 new one in ``handoff:{c}:metrics:counters`` and remembers each pod's contribution in
 ``handoff:{c}:metrics:pods``. The first scrape (and one after the change log lost track:
-more removals than ``store.REMOVED_KEPT`` since, or a count that disagrees) reads every view
-once. One scraper updates a cluster at a time (a lock); another one meanwhile serves the
-counters as they are. Stream figures are /healthz's (``health.check_streams``).
+more removals than ``store.REMOVED_KEPT`` since) starts a rebuild that reads every view,
+``REBUILD_BUDGET`` per scrape. One scraper updates a cluster at a time (a lock); another
+one meanwhile serves the counters as they are. Stream figures are /healthz's
+(``health.check_streams``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from handoff.exporters.prometheus import (
 
 CHUNK = 2000
 LOCK_TTL_MS = 60_000
+REBUILD_BUDGET = 30_000  # views a scrape reads while rebuilding (about half a second)
 
 
 def counters_key(cluster: str) -> str:
@@ -47,26 +49,44 @@ def mark_key(cluster: str) -> str:
     return store.k(cluster, "metrics", "mark")
 
 
+def next_counters_key(cluster: str) -> str:
+    """The counters a rebuild is summing, renamed over ``counters`` when it is done."""
+    return store.k(cluster, "metrics", "counters-next")
+
+
 def lock_key(cluster: str) -> str:
     return store.k(cluster, "metrics", "lock")
 
 
 def refresh(client: redis.Redis, cluster: str) -> bool:
-    """Bring the cluster's histogram counters up to date; False if another scraper is."""
+    """Bring the cluster's histogram counters up to date; False if another scraper is.
+
+    A rebuild (the first scrape, or after losing track) reads at most ``REBUILD_BUDGET``
+    views per scrape, so no scrape runs into Prometheus' timeout; until it is done the
+    previous counters are served and ``handoff_metrics_histograms_complete`` is 0."""
     token = f"{time.time()}"
     if not client.set(lock_key(cluster), token, nx=True, px=LOCK_TTL_MS):
         return False
     try:
-        mark = {
-            key.decode(): float(value) for key, value in client.hgetall(mark_key(cluster)).items()
-        }
-        if not mark or _lost_track(client, cluster, mark):
-            _rebuild(client, cluster)
-        else:
-            _catch_up(client, cluster, mark)
+        mark = marks(client, cluster)
+        if not mark or ("rebuild" not in mark and _lost_track(client, cluster, mark)):
+            mark = _start_rebuild(client, cluster)
+        if "rebuild" in mark:
+            if not _rebuild_step(client, cluster, mark):
+                return True
+            mark = marks(client, cluster)
+        _catch_up(client, cluster, mark)
     finally:
         client.delete(lock_key(cluster))
     return True
+
+
+def marks(client: redis.Redis, cluster: str) -> dict[str, float]:
+    """The aggregation's marks; ``rebuild`` (an HSCAN cursor) is there while rebuilding."""
+    return {
+        key.decode(): int(value) if key == b"rebuild" else float(value)
+        for key, value in client.hgetall(mark_key(cluster)).items()
+    }
 
 
 def _lost_track(client: redis.Redis, cluster: str, mark: dict[str, float]) -> bool:
@@ -75,38 +95,54 @@ def _lost_track(client: redis.Redis, cluster: str, mark: dict[str, float]) -> bo
     return bool(full and oldest and oldest[0][1] > mark.get("removed", 0.0))
 
 
-def _rebuild(client: redis.Redis, cluster: str) -> None:
-    """Every view once: HSCAN in chunks, counters summed in memory, written in one go."""
-    pipe = client.pipeline(transaction=False)
-    changed = client.zrange(store.changed_key(cluster), -1, -1, withscores=True)
-    removed = client.zrange(store.removed_key(cluster), -1, -1, withscores=True)
-    counters: dict[str, float] = {}
-    per_pod: dict[bytes, str] = {}
-    pipe.delete(counters_key(cluster), contributions_key(cluster))
-    for uid, raw in client.hscan_iter(store.pods_key(cluster), count=CHUNK):
-        counts = contribution(orjson.loads(raw))
-        for key, value in counts.items():
-            counters[key] = counters.get(key, 0.0) + value
-        per_pod[uid] = encode_contribution(counts)
-        if len(per_pod) >= CHUNK:
-            pipe.hset(contributions_key(cluster), mapping=per_pod)
-            per_pod = {}
-    if per_pod:
-        pipe.hset(contributions_key(cluster), mapping=per_pod)
-    if counters:
-        pipe.hset(counters_key(cluster), mapping={k: repr(x) for k, x in counters.items()})
-    pipe.delete(mark_key(cluster))
-    pipe.execute()
-    marks = {
-        "changed": changed[0][1] if changed else 0.0,
-        "removed": removed[0][1] if removed else 0.0,
-    }
+def _start_rebuild(client: redis.Redis, cluster: str) -> dict[str, float]:
+    """Marks taken before the first view is read: what changes during the rebuild is
+    caught up afterwards (contributions make reading a pod twice harmless)."""
+    mark: dict[str, float] = {"rebuild": 0}
     for name, key in (
         ("changed", store.changed_key(cluster)),
         ("removed", store.removed_key(cluster)),
     ):
-        marks[f"{name}_count"] = float(client.zcount(key, marks[name], marks[name]))
-    client.hset(mark_key(cluster), mapping=marks)
+        top = client.zrange(key, -1, -1, withscores=True)
+        mark[name] = top[0][1] if top else 0.0
+        mark[f"{name}_count"] = float(client.zcount(key, mark[name], mark[name]))
+    pipe = client.pipeline(transaction=False)
+    pipe.delete(contributions_key(cluster), next_counters_key(cluster), mark_key(cluster))
+    pipe.hset(mark_key(cluster), mapping=mark)
+    pipe.execute()
+    return mark
+
+
+def _rebuild_step(client: redis.Redis, cluster: str, mark: dict[str, float]) -> bool:
+    """Read up to REBUILD_BUDGET views into the next counters; True once all are read."""
+    cursor = int(mark["rebuild"])
+    read = 0
+    while True:
+        cursor, chunk = client.hscan(store.pods_key(cluster), cursor, count=CHUNK)
+        counters: dict[str, float] = {}
+        per_pod: dict[bytes, str] = {}
+        for uid, raw in chunk.items():
+            counts = contribution(orjson.loads(raw))
+            for key, value in counts.items():
+                counters[key] = counters.get(key, 0.0) + value
+            per_pod[uid] = encode_contribution(counts)
+        pipe = client.pipeline(transaction=False)
+        for key, value in counters.items():
+            pipe.hincrbyfloat(next_counters_key(cluster), key, value)
+        if per_pod:
+            pipe.hset(contributions_key(cluster), mapping=per_pod)
+        read += len(chunk)
+        if cursor == 0:
+            pipe.delete(counters_key(cluster))
+            pipe.execute()
+            if client.exists(next_counters_key(cluster)):
+                client.rename(next_counters_key(cluster), counters_key(cluster))
+            client.hdel(mark_key(cluster), "rebuild")
+            return True
+        pipe.hset(mark_key(cluster), "rebuild", cursor)
+        pipe.execute()
+        if read >= REBUILD_BUDGET:
+            return False
 
 
 def _catch_up(client: redis.Redis, cluster: str, mark: dict[str, float]) -> None:
@@ -197,10 +233,16 @@ def metrics_text(client: redis.Redis, now: float | None = None) -> str:
     )
     events = Family("handoff_stream_events_total", "counter", "Events a stream has delivered.")
     up = Family("handoff_stream_up", "gauge", "1 when a worker holds the stream's lease.")
+    complete = Family(
+        "handoff_metrics_histograms_complete",
+        "gauge",
+        "0 while the duration histograms are being rebuilt (first scrapes), then 1.",
+    )
     histograms: list[Family] = []
     streams = health.check_streams(client, now)
     for name in store.clusters(client):
         refresh(client, name)
+        complete.add(0.0 if "rebuild" in marks(client, name) else 1.0, cluster=name)
         _verdict_counts(client, name, pods)
         per_ns, per_node = histogram_families(name, counters(client, name))
         histograms += [per_ns, per_node]
@@ -214,7 +256,7 @@ def metrics_text(client: redis.Redis, now: float | None = None) -> str:
                 behind.add(state["behind_s"], **labels)
             if state.get("events_per_s") is not None:
                 rate.add(state["events_per_s"], **labels)
-    return render([pods, *_merge(histograms), lag, behind, rate, events, up])
+    return render([pods, complete, *_merge(histograms), lag, behind, rate, events, up])
 
 
 def _verdict_counts(client: redis.Redis, cluster: str, family: Family) -> None:

@@ -131,3 +131,26 @@ def test_it_escapes_label_values():
     (parsed,) = text_string_to_metric_families(render([family]))
 
     assert parsed.samples[0].labels["cluster"] == 'a"b\\c\nd'
+
+
+def test_it_rebuilds_a_little_per_scrape_and_says_when_it_is_done(redis_client, prod, monkeypatch):
+    monkeypatch.setattr(metrics, "CHUNK", 4)
+    monkeypatch.setattr(metrics, "REBUILD_BUDGET", 8)
+    scrapes = []
+    while True:
+        families = _families(metrics.metrics_text(redis_client))
+        (complete,) = families["handoff_metrics_histograms_complete"].samples
+        scrapes.append(complete.value)
+        if complete.value == 1 or len(scrapes) > 100:
+            break
+    budgeted = metrics.counters(redis_client, "prod")
+    monkeypatch.setattr(metrics, "REBUILD_BUDGET", 10**9)
+    redis_client.delete(metrics.mark_key("prod"))
+    metrics.refresh(redis_client, "prod")
+
+    assert scrapes[0] == 0
+    assert scrapes[-1] == 1
+    assert len(scrapes) >= len(prod) // 8
+    assert {k: round(v, 6) for k, v in budgeted.items() if v} == {
+        k: round(v, 6) for k, v in metrics.counters(redis_client, "prod").items() if v
+    }
