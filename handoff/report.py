@@ -352,37 +352,35 @@ def _summary_line(report: dict[str, Any]) -> str:
 
 def describe_changes(pod: PodState) -> list[tuple[float, str]]:
     """The pod's watch updates in words: what each one changed."""
-    described = []
-    before: tuple[Any, ...] | None = None
     flat = pod.changes  # five fields per change, one after the other
-    for at in range(0, len(flat), 5):
-        entry = flat[at : at + 5]
-        observed, bits, phase, reason, waiting = entry
-        if before is None:
-            text = "first seen" + (
-                f" on node {pod.node}" if bits & (1 << _INDEX["bound"]) else " without a node"
-            )
-        else:
-            parts = []
-            new_bits = bits & ~before[1]
-            if new_bits & (1 << _INDEX["bound"]):
-                parts.append(f"nodeName set to {pod.node}")
-            for label, old, new in (
-                ("phase", before[2], phase),
-                ("reason", before[3], reason),
-                ("waiting", before[4], waiting),
-            ):
-                if old != new:
-                    parts.append(f"{label}: {old or '-'} → {new or '-'}")
-            if new_bits & v.DELETING_BIT:
-                parts.append("deletionTimestamp set")
-            if new_bits & v.DISRUPTION_BIT and pod.disruption is not None:
-                parts.append(f"DisruptionTarget: {pod.disruption[0]}")
-            parts.extend(_milestone_words(new_bits & ~(1 << _INDEX["bound"])))
-            text = ", ".join(parts) or "status updated"
-        described.append((observed, text))
-        before = entry
+    if not flat:
+        return []
+    bits = flat[1]
+    first = "first seen" + (f" on node {pod.node}" if bits & _BOUND_BIT else " without a node")
+    described = [(flat[0], first)]
+    for at in range(5, len(flat), 5):
+        _, old_bits, old_phase, old_reason, old_waiting = flat[at - 5 : at]
+        observed, bits, phase, reason, waiting = flat[at : at + 5]
+        parts = []
+        new_bits = bits & ~old_bits
+        if new_bits & _BOUND_BIT:
+            parts.append(f"nodeName set to {pod.node}")
+        if old_phase != phase:
+            parts.append(f"phase: {old_phase or '-'} → {phase or '-'}")
+        if old_reason != reason:
+            parts.append(f"reason: {old_reason or '-'} → {reason or '-'}")
+        if old_waiting != waiting:
+            parts.append(f"waiting: {old_waiting or '-'} → {waiting or '-'}")
+        if new_bits & v.DELETING_BIT:
+            parts.append("deletionTimestamp set")
+        if new_bits & v.DISRUPTION_BIT and pod.disruption is not None:
+            parts.append(f"DisruptionTarget: {pod.disruption[0]}")
+        parts.extend(_milestone_words(new_bits & ~_BOUND_BIT))
+        described.append((observed, ", ".join(parts) or "status updated"))
     return described
+
+
+_BOUND_BIT = 1 << _INDEX["bound"]
 
 
 def _milestone_words(bits: int) -> list[str]:
