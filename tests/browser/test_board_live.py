@@ -57,6 +57,8 @@ def test_it_keeps_filters_in_the_url_and_moves_with_the_keyboard(page, live_clus
     page.get_by_test_id("filter-binding").select_option("static")
     expect(page).to_have_url(re.compile(r"binding=static"))
     assert "namespace=kube-system" in page.url
+    # Wait for the filtered table: until it arrives the old rows (any binding) are shown.
+    expect(rows.locator(".badge:not(.binding-static)")).to_have_count(0)
     expect(rows.locator(".badge")).not_to_have_count(0)
     assert set(rows.locator(".badge").all_inner_texts()) == {"static"}
     screenshot("static")
