@@ -60,7 +60,7 @@
     return {
       type: "scatter", mode: "markers", name: "watch updates", y: changes.map(function () { return "watch updates"; }),
       x: changes.map(function (c) { return c.at; }),
-      marker: { color: H.meta.verdicts.length ? "#5b6572" : "#555", size: 10, symbol: "diamond" },
+      marker: { color: "#5b6572", size: 10, symbol: "diamond" },
       hoverinfo: "text",
       hovertext: changes.map(function (c) { return "<b>watch update</b> " + H.esc(fmt(c.at)) + "<br>" + wrap(c.what, 90); }),
     };
