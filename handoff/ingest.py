@@ -21,7 +21,7 @@ import msgspec
 import orjson
 import redis
 
-from handoff import store
+from handoff import queries, store
 from handoff import verdicts as v
 from handoff.gcpause import paused_gc
 from handoff.push import Publisher, messages
@@ -251,7 +251,8 @@ class Folder:
         self.last_flush = self.clock()
         if self.publisher is not None and (views or removed):
             pushed = [view for view, _ in views.values()]
-            for message in messages(self.cursor, pushed, removed or [], stamp):
+            counts = queries.counts(self.client, self.cluster)["verdicts"]
+            for message in messages(self.cursor, pushed, removed or [], stamp, counts):
                 self.publisher.publish(message)
 
     def _nodes(self) -> dict[str, Any]:
@@ -307,7 +308,9 @@ class Folder:
             store.drop_pods(pipe, self.cluster, gone, self.written)
             pipe.execute()
             if self.publisher is not None:
-                for message in messages(self.cursor, [], gone, format_time(self.now())):
+                counts = queries.counts(self.client, self.cluster)["verdicts"]
+                stamp = format_time(self.now())
+                for message in messages(self.cursor, [], gone, stamp, counts):
                     self.publisher.publish(message)
 
     def snapshot(self) -> None:

@@ -2,14 +2,22 @@
 
 Message (``type`` "cluster.update", the consumer forwards ``data`` as is)::
 
-    {"cursor": "1717000000000-3", "pods": [pod view, ...], "removed": [uid, ...],
-     "evaluated_at": "...Z", "more": false}
+    {"cursor": "1717000000000-3", "pods": [board row, ...], "removed": [uid, ...],
+     "evaluated_at": "...Z", "more": false, "counts": {verdict: n, ...},
+     "refresh": false, "changed": 12}
 
 ``cursor`` is the id of the last stream entry folded into the state the message shows;
 cursors only grow (compare them as (ms, seq) pairs: ``store.stream_id_key``). A client that
 loads the pods (with the fold's cursor from ``handoff:{c}:fold``) ignores messages whose
-cursor is not newer, and after a reconnect reloads. A burst is split into messages of at
-most ``MAX_PODS``; all but the last say ``more: true``.
+cursor is not newer, and after a reconnect reloads.
+
+Every browser of a cluster gets every message, so they stay small: a pod travels as its
+board row (``board_row``: what a triage row shows, a tenth of the whole view; pages
+that need more fetch the pod), and a flush that changed more than ``MAX_ROWS`` pods sends
+no rows at all but ``refresh: true`` with how many ``changed`` — a burst of thousands of
+events becomes one small message, and each page refetches what it shows at its own pace.
+``counts`` (pods per verdict, when the fold worker sends them) saves every board a
+summary request per message.
 """
 
 from __future__ import annotations
@@ -28,7 +36,22 @@ GROUP_PREFIX = "cluster."
 GROUP_NAME_MAX = 99  # Channels refuses group names of 100 characters and more.
 NAME = re.compile(r"^[a-zA-Z0-9\-_.]+$")
 MESSAGE_TYPE = "cluster.update"
-MAX_PODS = 500
+MAX_PODS = 500  # resume answers (one client each) are split into messages of this many
+MAX_ROWS = 100  # a flush changing more pods than this pushes a refresh hint instead
+# What a triage row needs of a pod view (webui/static/webui/board.js).
+ROW_FIELDS = (
+    "uid",
+    "namespace",
+    "name",
+    "node",
+    "node_exists",
+    "binding",
+    "verdict",
+    "reason",
+    "stages",
+    "podgc",
+)
+ROW_MILESTONES = ("created", "deleted")
 SWITCH_INTERVAL = 0.0005  # seconds: see Publisher.publish
 
 
@@ -40,22 +63,35 @@ def cluster_group(cluster: str) -> str | None:
     return group
 
 
+def board_row(view: dict[str, Any]) -> dict[str, Any]:
+    """The part of a pod view a triage row shows."""
+    row = {key: view.get(key) for key in ROW_FIELDS}
+    milestones = view.get("milestones") or {}
+    row["milestones"] = {key: milestones.get(key) for key in ROW_MILESTONES}
+    return row
+
+
 def messages(
-    cursor: str, pods: list[dict[str, Any]], removed: list[str], evaluated_at: str
+    cursor: str,
+    pods: list[dict[str, Any]],
+    removed: list[str],
+    evaluated_at: str,
+    counts: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
-    chunks = [pods[i : i + MAX_PODS] for i in range(0, len(pods), MAX_PODS)] or [[]]
-    out = []
-    for index, chunk in enumerate(chunks):
-        last = index == len(chunks) - 1
-        data = {
-            "cursor": cursor,
-            "pods": chunk,
-            "removed": removed if last else [],
-            "evaluated_at": evaluated_at,
-            "more": not last,
-        }
-        out.append({"type": MESSAGE_TYPE, "data": data})
-    return out
+    """The group message(s) for one flush: rows of the changed pods, or a refresh hint."""
+    refresh = len(pods) + len(removed) > MAX_ROWS
+    data: dict[str, Any] = {
+        "cursor": cursor,
+        "pods": [] if refresh else [board_row(view) for view in pods],
+        "removed": [] if refresh else removed,
+        "evaluated_at": evaluated_at,
+        "more": False,
+        "refresh": refresh,
+        "changed": len(pods) + len(removed),
+    }
+    if counts is not None:
+        data["counts"] = counts
+    return [{"type": MESSAGE_TYPE, "data": data}]
 
 
 class Publisher:

@@ -13,30 +13,9 @@ from django.shortcuts import render
 
 from handoff import queries
 from handoff import verdicts as v
+from handoff.push import board_row
 from handoff.queries import QueryError
 from webui import api, clusterdata
-
-# What a row needs of a pod view: the embedded first page carries only these (a tenth of
-# the whole view), live updates and later pages carry whole views.
-ROW_FIELDS = (
-    "uid",
-    "namespace",
-    "name",
-    "node",
-    "node_exists",
-    "binding",
-    "verdict",
-    "reason",
-    "stages",
-    "podgc",
-)
-ROW_MILESTONES = ("created", "deleted")
-
-
-def row_view(view: dict) -> dict:
-    row = {key: view.get(key) for key in ROW_FIELDS}
-    row["milestones"] = {key: view["milestones"].get(key) for key in ROW_MILESTONES}
-    return row
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -65,7 +44,7 @@ def board(request: HttpRequest, cluster: str) -> HttpResponse:
         status, error = 400, str(exc)
         initial = {"pods": [], "next": None, "total": 0}
         summary = clusterdata.summary(c, config, durations=False)
-    initial["pods"] = [row_view(pod) for pod in initial["pods"]]
+    initial["pods"] = [board_row(pod) for pod in initial["pods"]]
     counts = summary["summary"]["verdicts"]
     context = {
         "cluster": config,

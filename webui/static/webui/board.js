@@ -11,6 +11,7 @@
 const SVG = "http://www.w3.org/2000/svg";
 const FILTERS = ["verdict", "namespace", "node", "binding", "q"];
 const PAGE = 100;
+const REFETCH_EVERY = 5000; // ms between refetches of the page while a burst lasts
 
 const meta = JSON.parse(document.getElementById("handoff-meta").textContent);
 const ranked = [...meta.verdicts].sort((a, b) => b.severity - a.severity);
@@ -263,6 +264,20 @@ class Board {
 
   uidOf(view) {
     return view.uid || `${view.namespace}/${view.name}`;
+  }
+
+  // A burst changed more pods than a message lists: reload what this page shows, at most
+  // every few seconds however long the burst lasts, keeping the scroll position.
+  refetchSoon() {
+    if (this.refetchTimer) return;
+    const wait = Math.max(0, REFETCH_EVERY - (Date.now() - (this.refetchedAt || 0)));
+    this.refetchTimer = setTimeout(async () => {
+      this.refetchTimer = null;
+      this.refetchedAt = Date.now();
+      const scroll = window.scrollY;
+      await this.load(true);
+      window.scrollTo(0, scroll);
+    }, wait);
   }
 
   refreshSummary(delay = 1500) {
@@ -534,12 +549,14 @@ class Board {
       if (data.summary) this.cards(data.summary.verdicts || {});
     } else if (message.type === "cluster.update" || message.type === "resume") {
       this.clock(data.evaluated_at);
-      this.apply(data.pods, data.removed);
+      if (data.refresh) this.refetchSoon();
+      else this.apply(data.pods, data.removed);
       if (!data.more && data.cursor && (!this.streamCursor || !newer(this.streamCursor, data.cursor))) {
         this.streamCursor = data.cursor;
       }
       this.root.dataset.cursor = this.streamCursor || "";
-      this.refreshSummary();
+      if (data.counts) this.cards(data.counts);
+      else this.refreshSummary();
     } else if (message.type === "reload") {
       this.streamCursor = data.cursor;
       this.load(true);
