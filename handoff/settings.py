@@ -256,6 +256,7 @@ HANDOFF_REPLAY_DIR = os.getenv("HANDOFF_REPLAY_DIR", str(RUN_DIR / "traces"))
 HANDOFF_REPLAY_UPLOAD_DIR = os.getenv("HANDOFF_REPLAY_UPLOAD_DIR", str(RUN_DIR / "uploads"))
 HANDOFF_REPLAY_MAX_UPLOAD_BYTES = envint("HANDOFF_REPLAY_MAX_UPLOAD_MB", "64") * 1024 * 1024
 HANDOFF_REPLAY_CACHE = envint("HANDOFF_REPLAY_CACHE", "4")  # folded traces kept per process
+HANDOFF_REPLAY_UPLOADS_PER_HOUR = envint("HANDOFF_REPLAY_UPLOADS_PER_HOUR", "30")  # per user
 # plotly.js is served from the installed `plotly` package as static/webui/vendor/plotly.min.js.
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",

@@ -10,6 +10,7 @@ Redis, the responses and the worker's log are scanned for the secrets.
 
 from __future__ import annotations
 
+import gzip
 import io
 import sys
 from pathlib import Path
@@ -131,3 +132,6 @@ def test_secrets_reach_neither_redis_nor_logs_nor_any_page(
         response = client.get(url)
         assert response.status_code == 200, (url, response.status_code)
         _scan(response.content, url)
+    for stored in Path(settings.HANDOFF_REPLAY_UPLOAD_DIR).iterdir():
+        with gzip.open(stored) as kept:
+            _scan(kept.read(), f"the stored upload {stored.name}")

@@ -4,19 +4,26 @@ names a file only after it was found in one of the two folders' listings."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import re
 import tempfile
 import threading
+import time
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
+from handoff.redact import scrub
 from handoff.replaystate import EmptyTrace, ReplayState
+from handoff.trace import open_binary
+from webui import clusterdata
 
 FILE_PREFIX = "f-"
 UPLOAD_PREFIX = "u-"
@@ -89,7 +96,10 @@ def find(trace_id: str) -> TraceFile | None:
 
 
 def save_upload(upload: UploadedFile) -> TraceFile:
-    """Store an uploaded trace under its content hash once it proved readable."""
+    """Store an uploaded trace under its content hash once it proved readable.
+
+    What is kept is a scrubbed copy (``scrub_trace``): an operator's recording may carry
+    container env values or tokens, and nothing Handoff stores may."""
     limit = settings.HANDOFF_REPLAY_MAX_UPLOAD_BYTES
     if upload.size is not None and upload.size > limit:
         raise TraceTooLarge(f"The trace is larger than the {limit_text(limit)} limit.")
@@ -102,22 +112,60 @@ def save_upload(upload: UploadedFile) -> TraceFile:
             for chunk in upload.chunks():
                 digest.update(chunk)
                 out.write(chunk)
+        scrubbed = temp + ".scrubbed"
         try:
-            state = ReplayState.from_file(temp)
+            scrub_trace(temp, scrubbed)
+            state = ReplayState.from_file(scrubbed)
         except EmptyTrace as exc:
             raise TraceRejected(f"not a Handoff trace: {exc}") from exc
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise TraceRejected(f"the file could not be read: {exc}") from exc
         trace_id = UPLOAD_PREFIX + digest.hexdigest()[:24]
         name = trace_id.removeprefix(UPLOAD_PREFIX) + UPLOAD_SUFFIX
         final = folder / name
-        os.replace(temp, final)
+        os.replace(scrubbed, final)
     finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+        for leftover in (temp, temp + ".scrubbed"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
     trace = TraceFile(trace_id, name, final, final.stat().st_size, True)
     _remember(trace, state)
     return trace
+
+
+def scrub_trace(source: str | Path, target: str | Path) -> None:
+    """Copy a trace v1 file (gzipped or not) as gzip, every object scrubbed of secrets.
+
+    Line for line: a line that is not a JSON object is replaced by a marker that is not JSON
+    either, so the reader still reports it, at the same line number."""
+    with open_binary(source) as lines, gzip.open(target, "wb") as out:
+        for raw in lines:
+            out.write(_scrub_line(raw))
+
+
+def _scrub_line(raw: bytes) -> bytes:
+    if not raw.strip():
+        return b"\n"
+    try:
+        record = orjson.loads(raw)
+    except (orjson.JSONDecodeError, RecursionError):
+        return b"<a line that was not JSON, dropped at upload>\n"
+    if not isinstance(record, dict):
+        return b"<a line that was not a JSON object, dropped at upload>\n"
+    if isinstance(record.get("object"), dict):
+        scrub(record["object"])
+    return orjson.dumps(record) + b"\n"
+
+
+def upload_allowed(user_id: int) -> bool:
+    """At most HANDOFF_REPLAY_UPLOADS_PER_HOUR uploads per user per clock hour (counted
+    in Redis, so every web process shares the count)."""
+    key = f"handoff:uploads:{user_id}:{int(time.time() // 3600)}"
+    pipe = clusterdata.client().pipeline(transaction=False)
+    pipe.incr(key)
+    pipe.expire(key, 3600)
+    count, _ = pipe.execute()
+    return int(count) <= settings.HANDOFF_REPLAY_UPLOADS_PER_HOUR
 
 
 # Folded traces kept in this process, least recently used dropped first.

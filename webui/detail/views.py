@@ -316,6 +316,14 @@ def _upload(request: HttpRequest) -> HttpResponse:
 
 
 def _store_upload(request: HttpRequest) -> HttpResponse:
+    # Counted once CSRF has passed, so a forged request cannot use up someone's uploads.
+    try:
+        allowed = traces.upload_allowed(request.user.pk)
+    except redis.RedisError:
+        return _replay_index(request, "Uploads are paused: the store is unreachable.", 503)
+    if not allowed:
+        per_hour = settings.HANDOFF_REPLAY_UPLOADS_PER_HOUR
+        return _replay_index(request, f"At most {per_hour} uploads an hour; try later.", 429)
     upload = request.FILES.get("trace")
     if upload is None:
         return _replay_index(request, "Choose a trace file to upload.", 400)
