@@ -20,8 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from handoff.gcpause import paused_gc
+from handoff.importers import open_events
 from handoff.timeline import Timeline, dump_state, load_state
-from handoff.trace import LineError, TraceReader, WatchEvent
+from handoff.trace import LineError, WatchEvent
 
 # At most this many checkpoints are kept, whatever the trace's length: memory stays
 # bounded by (checkpoints x state size), seeking by (events / checkpoints) folds.
@@ -60,7 +61,8 @@ class ReplayState:
 
     @classmethod
     def from_file(cls, path: str | Path, every: int = 5000) -> ReplayState:
-        reader = TraceReader(path)
+        """Any input the importers read: trace v1, kubectl output, an audit log."""
+        reader = open_events(path)
         events = list(reader)
         cluster = reader.header.cluster if reader.header else None
         state = cls(events, cluster, reader.errors, every)

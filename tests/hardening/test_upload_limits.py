@@ -8,6 +8,7 @@ import gzip
 import io
 from pathlib import Path
 
+import orjson
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
@@ -78,3 +79,21 @@ def test_the_kept_copy_is_scrubbed_and_keeps_line_numbers(tmp_path: Path) -> Non
     events = list(reader)
     assert [e.line for e in reader.errors] == [4]
     assert len(events) == len(list(TraceReader(io.BytesIO(b"\n".join(lines) + b"\n"))))
+
+
+def test_a_kubectl_list_upload_is_kept_as_a_scrubbed_trace(operator: Client, settings) -> None:
+    pods = [
+        orjson.loads(line)["object"]
+        for line in TRACE.read_bytes().splitlines()
+        if b'"kind":"Pod"' in line
+    ]
+    listing = orjson.dumps({"kind": "List", "apiVersion": "v1", "items": pods[-1:]})
+    assert b"hunter2" in listing
+    response = _upload(operator, listing, "pods.json")
+    assert response.status_code == 302, response.content[:300]
+    [stored] = Path(settings.HANDOFF_REPLAY_UPLOAD_DIR).iterdir()
+    kept = gzip.decompress(stored.read_bytes())
+    assert b"hunter2" not in kept
+    assert kept.startswith(b'{"handoff_trace":1')
+    page = operator.get(response["Location"])
+    assert page.status_code == 200

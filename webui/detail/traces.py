@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import os
 import re
 import tempfile
@@ -20,9 +21,10 @@ import orjson
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
+from handoff.importers import open_events
 from handoff.redact import scrub
 from handoff.replaystate import EmptyTrace, ReplayState
-from handoff.trace import open_binary
+from handoff.trace import TraceWriter, open_binary
 from webui import clusterdata
 
 FILE_PREFIX = "f-"
@@ -134,13 +136,26 @@ def save_upload(upload: UploadedFile) -> TraceFile:
 
 
 def scrub_trace(source: str | Path, target: str | Path) -> None:
-    """Copy a trace v1 file (gzipped or not) as gzip, every object scrubbed of secrets.
+    """Keep an upload as gzipped trace v1, every object scrubbed of secrets.
 
-    Line for line: a line that is not a JSON object is replaced by a marker that is not JSON
-    either, so the reader still reports it, at the same line number."""
-    with open_binary(source) as lines, gzip.open(target, "wb") as out:
-        for raw in lines:
-            out.write(_scrub_line(raw))
+    A trace is copied line for line: a line that is not a JSON object becomes a marker that
+    is not JSON either, so the reader still reports it at the same line number. Any other
+    input the importers read (kubectl output, an audit log) is kept as the trace v1 lines
+    they make of it, which they scrub."""
+    reader = open_events(source)
+    events = iter(reader)
+    first = next(events, None)
+    if reader.format in ("trace", "empty", None):
+        with open_binary(source) as lines, gzip.open(target, "wb") as out:
+            for raw in lines:
+                out.write(_scrub_line(raw))
+        return
+    with gzip.open(target, "wb") as out:
+        writer = TraceWriter(out, source=f"upload ({reader.format})")
+        for event in itertools.chain([first], events):
+            if event is not None and event.raw:
+                writer.write_line(event.raw)
+        writer.close()
 
 
 def _scrub_line(raw: bytes) -> bytes:
