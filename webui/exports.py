@@ -127,6 +127,12 @@ def pods_json(request: HttpRequest, cluster: str) -> HttpResponse:
 
 @never_cache
 @require_safe
+CHART_POLICY = (
+    "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; "
+    "style-src 'unsafe-inline'; img-src data: blob:"
+)
+
+
 def pod_chart(request: HttpRequest, cluster: str, namespace: str, name: str) -> HttpResponse:
     source = LiveSource(cluster, clusterdata.client())
     if not source.exists():
@@ -137,4 +143,7 @@ def pod_chart(request: HttpRequest, cluster: str, namespace: str, name: str) -> 
     response = HttpResponse(chart.standalone_html(view, cluster), content_type="text/html")
     filename = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{cluster}-{namespace}-{name}")[:150]
     response["Content-Disposition"] = f'attachment; filename="{filename}-timeline.html"'
+    # Its scripts are inline; should a browser show it rather than save it, it runs in a
+    # sandbox: an opaque origin with no access to this site's cookies or pages.
+    response["Content-Security-Policy"] = CHART_POLICY
     return response

@@ -95,6 +95,7 @@ def test_it_exports_a_pods_timeline_as_standalone_html(signed_in, prod):
 
     assert response.status_code == 200
     assert 'filename="prod-odd-weird-timeline.html"' in response["Content-Disposition"]
+    assert response["Content-Security-Policy"].startswith("sandbox allow-scripts;")
     assert "plotly.js v" in page[:2_000_000]  # the library itself, inlined
     assert "src=" not in page.split("</script>", 1)[1]  # nothing loaded from elsewhere
     assert "<script>alert" not in page
