@@ -125,14 +125,14 @@ def pods_json(request: HttpRequest, cluster: str) -> HttpResponse:
     return response
 
 
-@never_cache
-@require_safe
 CHART_POLICY = (
     "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; "
     "style-src 'unsafe-inline'; img-src data: blob:"
 )
 
 
+@never_cache
+@require_safe
 def pod_chart(request: HttpRequest, cluster: str, namespace: str, name: str) -> HttpResponse:
     source = LiveSource(cluster, clusterdata.client())
     if not source.exists():
