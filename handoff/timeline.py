@@ -30,6 +30,7 @@ import msgspec
 
 from handoff import verdicts as v
 from handoff.gcpause import paused_gc
+from handoff.importers import ImportReader, open_events
 from handoff.kube import (
     KUBELET,
     EventFacts,
@@ -944,9 +945,12 @@ def fold_trace(
     return build_report(timeline, at=when, stuck_after=stuck_after, errors=reader.errors)
 
 
-def fold_file(path: str | Path, until: float | None = None) -> tuple[Timeline, TraceReader]:
-    """Fold a whole trace file; the reader reports bad lines and skipped kinds."""
-    reader = TraceReader(path)
+def fold_file(
+    path: str | Path, until: float | None = None
+) -> tuple[Timeline, TraceReader | ImportReader]:
+    """Fold a whole trace file — or kubectl output, a watch stream, an audit log (the
+    importers tell them apart); the reader reports bad lines and skipped kinds."""
+    reader = open_events(path)
     timeline = fold(reader, until=until)
     timeline.cluster = reader.header.cluster if reader.header else None
     timeline.skipped.update(reader.skipped)

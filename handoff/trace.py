@@ -153,6 +153,8 @@ class TraceReader:
     ``skipped`` under their kind.
     """
 
+    format = "trace"  # what the importers call this input (handoff.importers.open_events)
+
     def __init__(
         self,
         source: str | Path | IO[bytes] | Iterable[bytes],
