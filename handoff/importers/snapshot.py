@@ -130,8 +130,13 @@ def load_yaml(text: str, errors: list[LineError]) -> Iterator[tuple[int, Any]]:
             node = loader.get_node()
             yield node.start_mark.line + 1, loader.construct_document(node)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 0
-        errors.append(LineError(line, f"not YAML: {getattr(exc, 'problem', exc)}"))
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        if mark is not None:
+            line = mark.line + 1
+        else:  # a reader error (a control character, bad encoding) knows only its offset
+            line = text.count("\n", 0, getattr(exc, "position", 0) or 0) + 1
+        errors.append(LineError(line, f"not YAML: {getattr(exc, 'problem', None) or exc}"))
+    except RecursionError:
+        errors.append(LineError(1, "not YAML this reader can take: nested too deeply"))
     finally:
         loader.dispose()

@@ -280,7 +280,7 @@ def raw_items(value: Value) -> list[msgspec.Raw] | None:
             return _ARRAY.decode(data)
         if b'"items"' in data:
             return _ENVELOPE.decode(data).items
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     return None
 
