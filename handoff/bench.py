@@ -607,8 +607,29 @@ class Feeder:
         self.next += count
 
 
+class _Arrivals:
+    """When each pod first arrived. A message names its pods, or (a burst of more than
+    ``push.MAX_ROWS``) is a refresh hint, on which a browser reloads: then every pod
+    stored by now counts as arrived (pods are fed in order, so they are p0..p{HLEN-1};
+    the reload's own API round trip is not included)."""
+
+    def __init__(self, url: str) -> None:
+        self.client = redis.Redis.from_url(url)
+        self.seen: dict[str, float] = {}
+        self.stored = 0
+
+    def note(self, data: dict[str, Any], now: float) -> None:
+        if data.get("refresh"):
+            count = int(self.client.hlen(store.pods_key(LATENCY_CLUSTER)))
+            for n in range(self.stored, count):
+                self.seen.setdefault(f"p{n}", now)
+            self.stored = max(self.stored, count)
+        for pod in data.get("pods") or []:
+            self.seen.setdefault(pod["name"], now)
+
+
 async def _websocket_client(
-    ws_address: str, cookie: str, seen: dict[str, float], ready: Any, stop: Any
+    ws_address: str, cookie: str, seen: _Arrivals, ready: Any, stop: Any
 ) -> None:
     """A browser's part: signed in to Daphne, noting when each pod first arrives."""
     import aiohttp
@@ -634,11 +655,10 @@ async def _websocket_client(
             now = time.time()
             message = orjson.loads(frame.data)
             if message.get("type") == "cluster.update":
-                for pod in message["data"]["pods"]:
-                    seen.setdefault(pod["name"], now)
+                seen.note(message["data"], now)
 
 
-async def _group_member(url: str, seen: dict[str, float], ready: Any, stop: Any) -> None:
+async def _group_member(url: str, seen: _Arrivals, ready: Any, stop: Any) -> None:
     """A plain member of the cluster's Channels group, noting when each pod first
     arrives."""
     from channels_redis.core import RedisChannelLayer
@@ -652,9 +672,7 @@ async def _group_member(url: str, seen: dict[str, float], ready: Any, stop: Any)
     async def receive() -> None:
         while True:
             message = await layer.receive(channel)
-            now = time.time()
-            for pod in message["data"]["pods"]:
-                seen.setdefault(pod["name"], now)
+            seen.note(message["data"], time.time())
 
     task = asyncio.ensure_future(receive())
     ready.set()
@@ -668,12 +686,12 @@ def _listener(
 ) -> None:
     """One listener, in a process of its own (so neither waits for the GIL behind the
     other); writes what it saw to ``out`` when told to stop."""
-    seen: dict[str, float] = {}
+    seen = _Arrivals(url)
     if kind == "websocket":
         asyncio.run(_websocket_client(address, cookie, seen, ready, stop))
     else:
         asyncio.run(_group_member(url, seen, ready, stop))
-    Path(out).write_bytes(orjson.dumps({kind: seen}))
+    Path(out).write_bytes(orjson.dumps({kind: seen.seen}))
 
 
 def _feed(url: str, rate: float, seconds: float, first: int, out: str) -> None:
@@ -711,7 +729,7 @@ def _caught_up(client: redis.Redis, cluster: str, timeout: float) -> None:
 def _percentiles(latencies: list[float]) -> dict[str, float]:
     ordered = sorted(latencies)
     if not ordered:
-        return {"p50_ms": float("nan"), "p99_ms": float("nan"), "n": 0}
+        return {"p50_ms": float("nan"), "p99_ms": float("nan"), "max_ms": float("nan"), "n": 0}
 
     def at(q: float) -> float:
         return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
