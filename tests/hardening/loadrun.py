@@ -16,7 +16,7 @@ import orjson
 import redis
 
 from handoff import store
-from handoff.bench import Feeder, Services, _percentiles
+from handoff.bench import Feeder, Services, _caught_up, _percentiles
 
 CLUSTER = "load"
 
@@ -151,6 +151,8 @@ def load(
         fed_in = time.monotonic() - started
         listeners.join(timeout=120)
         stats = orjson.loads(Path(out).read_bytes())
+        # Under load the fold may still be behind the feed: nothing lost, only later.
+        _caught_up(client, CLUSTER, timeout=120)
         pods = client.hlen(store.pods_key(CLUSTER))
     finally:
         services.stop()
