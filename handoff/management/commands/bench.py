@@ -36,6 +36,7 @@ class Run:
     services: bench.Services
     say: Callable[[str], object]
     trace: Path | None = None
+    ingested: bool = False
 
     def scale(self) -> tuple[float, int, float, float]:
         return QUICK if self.quick else FULL
@@ -85,6 +86,7 @@ def fold(run: Run) -> None:
 def ingest(run: Run) -> None:
     run.say("ingesting the trace into Redis with one fold worker...")
     bench.run_ingest_benchmarks(run.results, run.services, _trace(run))
+    run.ingested = True
 
 
 def latency(run: Run) -> None:
@@ -92,15 +94,26 @@ def latency(run: Run) -> None:
     bench.run_latency_benchmarks(run.results, run.services, RATES, LATENCY_SECONDS[run.quick])
 
 
-# In order. The lead adds "api" (p50/p99 of /api/clusters/C/pods?verdict=stuck) and
-# "first-paint" (the board in headless Chromium) here, with 150,000 pods stored.
+def web(run: Run) -> None:
+    """API p50/p99 and the board's first paint, over the pods ``ingest`` stored (it runs
+    first when asked for alone: the figures need a full store)."""
+    from handoff import benchweb
+
+    if not run.ingested:
+        ingest(run)
+    run.say("timing the API and the board's first paint in headless Chromium...")
+    benchweb.run_web_benchmarks(run.results, run.services, rounds=20 if run.quick else 60)
+
+
+# In order: ``web`` reads what ``ingest`` stored, ``latency`` starts from an empty Redis.
 SECTIONS: dict[str, Callable[[Run], None]] = {
     "simulator": simulator,
     "fold": fold,
     "ingest": ingest,
+    "web": web,
     "latency": latency,
 }
-NEEDS_TRACE = {"fold", "ingest"}
+NEEDS_TRACE = {"fold", "ingest", "web"}
 
 
 def _trace(run: Run) -> Path:
