@@ -232,7 +232,7 @@ class TraceReader:
             return None
         if HEADER_KEY in record:
             return self._take_header(number, record)
-        return self._take_event(number, record)
+        return self._take_event(number, record, raw)
 
     def _take_header(self, number: int, record: dict[str, Any]) -> None:
         version = record.get(HEADER_KEY)
@@ -248,7 +248,7 @@ class TraceReader:
         )
         return None
 
-    def _take_event(self, number: int, record: dict[str, Any]) -> WatchEvent | None:
+    def _take_event(self, number: int, record: dict[str, Any], raw: bytes) -> WatchEvent | None:
         kind_of_event = record.get("type")
         observed = record.get("observed")
         obj = record.get("object")
@@ -269,7 +269,9 @@ class TraceReader:
             self.errors.append(LineError(number, f"unexpected {kind} shape: {exc}"))
             return None
         cluster = _opt_str(record.get("cluster"))
-        return WatchEvent(observed, kind_of_event, typed, cluster, number, problem)
+        return WatchEvent(
+            observed, kind_of_event, typed, cluster, number, problem, raw
+        )
 
 
 def _event_problem(kind_of_event: Any, observed: Any, obj: Any) -> str | float:

@@ -190,12 +190,13 @@ def open_events(
     A trace v1 file (the common case, and the large one) is handed to ``TraceReader``
     itself, which reads the file through its own buffer about 40% faster than the
     importers' chunk splitting; both report alike (``format`` is "trace")."""
-    if on_progress is None and isinstance(path, str | Path) and _is_trace_file(path):
+    if on_progress is None and isinstance(path, str | Path) and is_trace_file(path):
         return TraceReader(path, kinds=kinds)
     return ImportReader(path, on_progress, kinds)
 
 
-def _is_trace_file(path: str | Path) -> bool:
+def is_trace_file(path: str | Path) -> bool:
+    """Whether a file (gzipped or not) is trace v1, from its first 64 KiB."""
     try:
         with open_binary(path) as stream:
             head = stream.read(65536)

@@ -12,6 +12,7 @@ import orjson
 import redis
 
 from handoff import store
+from handoff.importers import ImportReader, is_trace_file, open_events
 from handoff.redact import scrub
 from handoff.trace import GZIP_MAGIC, TraceReader, WatchEvent
 
@@ -26,26 +27,45 @@ def replay(
     batch: int = 1000,
     progress: Progress | None = None,
     sleep: Callable[[float], object] = time.sleep,
-) -> TraceReader:
+) -> TraceReader | ImportReader:
     """Append every watch event of the trace, scrubbed, with its other fields as recorded.
 
     Lines keep their recorded ``observed`` times: the timelines are those of the incident,
     whenever it is replayed.
     """
+    if not is_trace_file(path):
+        # kubectl output, a watch stream, an audit log: the importers' trace v1 lines.
+        return _send(
+            client, cluster, open_events(path, kinds=None), None, speed, batch, progress, sleep
+        )
     size = max(1, Path(path).stat().st_size)
     with open(path, "rb") as raw:
         stream = gzip.GzipFile(fileobj=raw, mode="rb") if raw.peek(2)[:2] == GZIP_MAGIC else raw
         reader = TraceReader(stream, kinds=None)
-        pending: list[bytes] = []
-        sent = 0
-        for event in _paced(reader, speed, sleep):
-            if event.raw is not None:
-                pending.append(_scrubbed(event.raw))
-            if len(pending) >= batch or speed is not None:
-                sent += _flush(client, cluster, pending)
-                if progress is not None:
-                    progress(sent, raw.tell() / size)
-        sent += _flush(client, cluster, pending)
+        _send(client, cluster, reader, lambda: raw.tell() / size, speed, batch, progress, sleep)
+    return reader
+
+
+def _send(
+    client: redis.Redis,
+    cluster: str,
+    reader: TraceReader | ImportReader,
+    fraction: Callable[[], float] | None,
+    speed: float | None,
+    batch: int,
+    progress: Progress | None,
+    sleep: Callable[[float], object],
+) -> TraceReader | ImportReader:
+    pending: list[bytes] = []
+    sent = 0
+    for event in _paced(reader, speed, sleep):
+        if event.raw is not None:
+            pending.append(_scrubbed(event.raw))
+        if len(pending) >= batch or speed is not None:
+            sent += _flush(client, cluster, pending)
+            if progress is not None and fraction is not None:
+                progress(sent, fraction())
+    sent += _flush(client, cluster, pending)
     if progress is not None:
         progress(sent, 1.0)
     return reader
@@ -71,7 +91,7 @@ def _flush(client: redis.Redis, cluster: str, lines: list[bytes]) -> int:
 
 
 def _paced(
-    reader: TraceReader, speed: float | None, sleep: Callable[[float], object]
+    reader: TraceReader | ImportReader, speed: float | None, sleep: Callable[[float], object]
 ) -> Iterator[WatchEvent]:
     origin: tuple[float, float] | None = None
     for event in reader:
