@@ -269,9 +269,7 @@ class TraceReader:
             self.errors.append(LineError(number, f"unexpected {kind} shape: {exc}"))
             return None
         cluster = _opt_str(record.get("cluster"))
-        return WatchEvent(
-            observed, kind_of_event, typed, cluster, number, problem, raw
-        )
+        return WatchEvent(observed, kind_of_event, typed, cluster, number, problem, raw)
 
 
 def _event_problem(kind_of_event: Any, observed: Any, obj: Any) -> str | float:
