@@ -12,7 +12,8 @@ from typing import Any
 
 import redis
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, JsonResponse, QueryDict
+from django.core.exceptions import BadRequest
+from django.http import Http404, HttpRequest, JsonResponse, QueryDict
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -28,6 +29,10 @@ class NotFound(LookupError):
 
 
 def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
+    """A JSON endpoint (board and detail alike): 401 JSON for anonymous callers (not the
+    sign-in redirect pages get), 400 for bad parameters, 404 for unknown things, 503 when
+    the store is unreachable."""
+
     @login_not_required
     @never_cache
     @require_safe
@@ -37,10 +42,10 @@ def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
             return JsonResponse({"error": "authentication required"}, status=401)
         try:
             return JsonResponse(view(request, *args, **kwargs))
-        except QueryError as exc:
+        except (QueryError, BadRequest) as exc:
             return JsonResponse({"error": str(exc)}, status=400)
-        except NotFound as exc:
-            return JsonResponse({"error": str(exc)}, status=404)
+        except (NotFound, Http404) as exc:
+            return JsonResponse({"error": str(exc) or "not found"}, status=404)
         except redis.RedisError as exc:
             return JsonResponse({"error": f"store unavailable ({type(exc).__name__})"}, status=503)
 

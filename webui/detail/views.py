@@ -3,24 +3,21 @@ from ``sources``, the aggregates from ``fleet`` and ``nodes``, traces from ``tra
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
 import redis
 from django.conf import settings
-from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import BadRequest as DjangoBadRequest
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
-from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods, require_safe
 
 from handoff.trace import format_time, parse_time
 from handoff.verdicts import BINDINGS, VERDICTS
+from webui.api import api
 from webui.demo import is_demo_user
 from webui.detail import traces
 from webui.detail.fleet import SWIMLANE_LIMIT, Fleet, fleet_digest
@@ -35,29 +32,6 @@ ATTENTION = frozenset(name for name, verdict in VERDICTS.items() if verdict.atte
 class BadRequest(DjangoBadRequest):
     """A query parameter the API cannot use; the message goes back to the caller (JSON
     from the API, Django's 400 page from a page)."""
-
-
-def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
-    """A JSON endpoint: 401 JSON for anonymous callers (not the sign-in redirect pages
-    get), 400 JSON for bad parameters, 404 JSON when the thing is unknown."""
-
-    @login_not_required
-    @never_cache
-    @require_safe
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-        if not request.user.is_authenticated:
-            return JsonResponse({"error": "authentication required"}, status=401)
-        try:
-            return JsonResponse(view(request, *args, **kwargs))
-        except BadRequest as exc:
-            return JsonResponse({"error": str(exc)}, status=400)
-        except Http404 as exc:
-            return JsonResponse({"error": str(exc) or "not found"}, status=404)
-        except redis.RedisError as exc:
-            return JsonResponse({"error": f"store unavailable ({type(exc).__name__})"}, status=503)
-
-    return wrapper
 
 
 def _at(request: HttpRequest, path_at: str | None = None) -> float | None:
