@@ -403,6 +403,22 @@ class Services:
         self.procs.append(proc)
         self.named[name] = proc
 
+    def live_stack(self, cluster: str) -> tuple[redis.Redis, str, str]:
+        """An empty Redis holding one registered trace cluster whose fold task runs in a
+        Celery worker, and Daphne with a signed-in session: (client, cookie, address)."""
+        url = self.redis_url()
+        cookie = self.session_cookie()
+        client = redis.Redis.from_url(url)
+        client.flushall()
+        store.register_cluster(client, store.ClusterConfig(name=cluster, kind="trace"))
+        self.worker()
+        address = self.daphne()
+        from celery import Celery
+
+        Celery(broker=url).send_task("handoff.tasks.fold", args=[cluster], queue="watch")
+        self._wait(lambda: client.exists(store.lease_key(cluster, store.FOLD)), "the fold task", 60)
+        return client, cookie, address
+
     def cpu_seconds(self, name: str) -> float:
         """CPU time used so far by a started service and its children (its process group):
         what it costs, whatever else the machine is doing."""
@@ -743,18 +759,7 @@ def live_latency(
     """Watch event handed to the sink → pod in a websocket frame from Daphne, and → pod in
     a Channels group message, at each rate, through a real fold task in a Celery worker."""
     url = services.redis_url()
-    cookie = services.session_cookie()
-    client = redis.Redis.from_url(url)
-    client.flushall()
-    store.register_cluster(client, store.ClusterConfig(name=LATENCY_CLUSTER, kind="trace"))
-    services.worker()
-    address = services.daphne()
-    from celery import Celery
-
-    Celery(broker=url).send_task("handoff.tasks.fold", args=[LATENCY_CLUSTER], queue="watch")
-    services._wait(
-        lambda: client.exists(store.lease_key(LATENCY_CLUSTER, store.FOLD)), "the fold task", 60
-    )
+    client, cookie, address = services.live_stack(LATENCY_CLUSTER)
     context = multiprocessing.get_context("spawn")
     stop = context.Event()
     listeners = []

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import redis
 
 from handoff import store
 from handoff.bench import Feeder, Services, _caught_up, _percentiles
@@ -125,17 +124,7 @@ def load(
     services = Services(workdir)
     try:
         url = services.redis_url()
-        cookie = services.session_cookie()
-        client = redis.Redis.from_url(url)
-        store.register_cluster(client, store.ClusterConfig(name=CLUSTER, kind="trace"))
-        services.worker()
-        address = services.daphne()
-        from celery import Celery
-
-        Celery(broker=url).send_task("handoff.tasks.fold", args=[CLUSTER], queue="watch")
-        services._wait(
-            lambda: client.exists(store.lease_key(CLUSTER, store.FOLD)), "the fold task", 60
-        )
+        client, cookie, address = services.live_stack(CLUSTER)
         context = multiprocessing.get_context("spawn")
         out = str(workdir / "clients.json")
         # The clients run a little longer than the feed, so they see it drain.
