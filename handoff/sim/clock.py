@@ -43,7 +43,15 @@ class Loop:
             due.append((fn, args))
 
     def call_later(self, delay: float, fn: Callable[..., object], *args: object) -> None:
-        self.call_at(self.now + delay, fn, *args)
+        when = self.now + delay
+        if when < self.now:
+            when = self.now
+        due = self._due.get(when)
+        if due is None:
+            self._due[when] = [(fn, args)]
+            heapq.heappush(self._heap, when)
+        else:
+            due.append((fn, args))
 
     def every(self, period: float, fn: Callable[[], object], first: float | None = None) -> None:
         """Run ``fn`` every ``period`` seconds until it returns False."""
@@ -96,18 +104,20 @@ class Loop:
             due = dues.pop(when)
             self.now = when
             self.steps += len(due)
-            for i, (fn, args) in enumerate(due):
+            callbacks = iter(due)
+            for fn, args in callbacks:
                 fn(*args)
-                if self._stopped and i + 1 < len(due):
+                if self._stopped:
                     # Put back what is left of this instant, ahead of anything added since.
-                    rest = due[i + 1 :]
-                    self.steps -= len(rest)
-                    later = dues.get(when)
-                    if later is None:
-                        push(heap, when)
-                    else:
-                        rest.extend(later)
-                    dues[when] = rest
+                    rest = list(callbacks)
+                    if rest:
+                        self.steps -= len(rest)
+                        later = dues.get(when)
+                        if later is None:
+                            push(heap, when)
+                        else:
+                            rest.extend(later)
+                        dues[when] = rest
                     break
         if deadline is not None and not self._stopped:
             self.now = max(self.now, deadline)

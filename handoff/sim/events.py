@@ -71,7 +71,9 @@ class CoreRecorder:
     def event_ref(self, ref: Obj, type_: str, reason: str, message: str) -> None:
         """Record against a hand-built ObjectReference (some controllers omit the uid)."""
         loop = self.api.loop
-        loop.call_later(loop.uniform(self.delay), self._write, ref, type_, reason, message)
+        lo, hi = self.delay
+        delay = lo + (hi - lo) * loop._random()  # loop.uniform(self.delay), inlined
+        loop.call_later(delay, self._write, ref, type_, reason, message)
 
     def _allow(self, uid: str) -> bool:
         now = self.api.loop.now

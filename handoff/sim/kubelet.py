@@ -361,8 +361,11 @@ class Kubelet:
     def _later(
         self, delay: tuple[float, float] | float, fn: Callable[..., Any], *args: Any
     ) -> None:
-        d = delay if isinstance(delay, float | int) else self.loop.uniform(delay)
-        self.loop.call_later(d, self._step, fn, *args)
+        loop = self.loop
+        if delay.__class__ is tuple:
+            lo, hi = delay  # type: ignore[misc]
+            delay = lo + (hi - lo) * loop._random()  # loop.uniform(delay), inlined
+        loop.call_at(loop.now + delay, self._step, fn, *args)  # type: ignore[operator]
 
     # --- pod watch -------------------------------------------------------------------------
 
@@ -376,9 +379,13 @@ class Kubelet:
             ):
                 return  # its own status writes coming back: the pod worker already knows
         # One watch stream: events arrive in resourceVersion order, whatever their latency.
-        when = max(self._delivered, self.loop.now + self.loop.uniform(self.t.watch))
+        loop = self.loop
+        lo, hi = self.t.watch
+        when = loop.now + (lo + (hi - lo) * loop._random())  # loop.uniform(self.t.watch)
+        if when < self._delivered:
+            when = self._delivered
         self._delivered = when
-        self.loop.call_at(when, self._step, self._on_pod, type_, pod)
+        loop.call_at(when, self._step, self._on_pod, type_, pod)
 
     def _on_pod(self, type_: str, pod: Obj) -> None:
         meta = pod["metadata"]

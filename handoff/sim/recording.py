@@ -58,9 +58,30 @@ class Recording:
                 self._push(resource, "ADDED", obj)
 
     def _handler(self, resource: str) -> Callable[[str, Obj], None]:
+        # The watch fan-out calls this for every change: ``_push`` inlined, one call a change.
+        loop = self.api.loop
+        lo, hi = self.latency
+        span = hi - lo
+        random = self._random
+        heap = self._heap
+        push = heapq.heappush
+        last = self._last
+        group = self.events_group if resource == "events" else None
+
         def handle(type_: str, obj: Obj) -> None:
-            if self._started:
-                self._push(resource, type_, obj)
+            if not self._started:
+                return
+            observed = loop.now + lo + span * random()
+            if observed < last[resource]:
+                observed = last[resource]
+            last[resource] = observed
+            if group is not None:
+                obj = view(obj, group)
+            self._seq += 1
+            push(heap, (observed, self._seq, type_, obj))
+            flush_at = self._flush_at
+            if flush_at is None or observed < flush_at:
+                self._schedule(observed)
 
         return handle
 
@@ -92,10 +113,14 @@ class Recording:
         now = self.api.loop.now
         sink = self.sink
         pop = heapq.heappop
-        while heap and heap[0][0] <= now:
-            observed, _, type_, obj = pop(heap)
-            sink(observed, type_, obj)
-            self.lines += 1
+        written = 0
+        try:
+            while heap and heap[0][0] <= now:
+                observed, _, type_, obj = pop(heap)
+                sink(observed, type_, obj)
+                written += 1
+        finally:
+            self.lines += written
         self._flush_at = None
         if heap:
             self._schedule(heap[0][0])

@@ -93,12 +93,17 @@ class LineBuffer:
             self._second = seconds
             self._second_text = b'{"observed":"' + format_time(float(seconds))[:19].encode()
         lines = self.lines
+        # One join: the object's bytes are copied once, not once per concatenation.
         lines.append(
-            self._second_text
-            + b".%06dZ" % micros
-            + self.prefixes[type_]
-            + orjson.dumps(obj)
-            + b"}\n"
+            b"".join(
+                (
+                    self._second_text,
+                    b".%06dZ" % micros,
+                    self.prefixes[type_],
+                    orjson.dumps(obj),
+                    b"}\n",
+                )
+            )
         )
         if len(lines) >= self.batch:
             self.flush()
