@@ -289,7 +289,7 @@ def _views(client: redis.Redis, cluster: str, uids: list[str]) -> dict[str, dict
     if not uids:
         return {}
     raws = client.hmget(store.pods_key(cluster), uids)
-    return {uid: orjson.loads(raw) for uid, raw in zip(uids, raws, strict=True) if raw}
+    return {uid: store.decode_view(raw) for uid, raw in zip(uids, raws, strict=True) if raw}
 
 
 # ------------------------------------------------------------------ summary
@@ -323,7 +323,7 @@ def durations(client: redis.Redis, cluster: str, sample: int = SAMPLE) -> dict[s
         raws = [raw for raw in client.hmget(key, uids) if raw]
     samples: dict[str, list[float]] = {}
     for raw in raws:
-        for name, value in orjson.loads(raw)["durations"].items():
+        for name, value in store.decode_view(raw)["durations"].items():
             if value is not None:
                 samples.setdefault(name, []).append(value)
     return {"pods": total, "sampled": len(raws), "durations": summarise(samples)}

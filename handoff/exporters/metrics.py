@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 
-import orjson
 import redis
 
 from handoff import health, store
@@ -122,7 +121,7 @@ def _rebuild_step(client: redis.Redis, cluster: str, mark: dict[str, float]) -> 
         counters: dict[str, float] = {}
         per_pod: dict[bytes, str] = {}
         for uid, raw in chunk.items():
-            counts = contribution(orjson.loads(raw))
+            counts = contribution(store.decode_view(raw))
             for key, value in counts.items():
                 counters[key] = counters.get(key, 0.0) + value
             per_pod[uid] = encode_contribution(counts)
@@ -191,7 +190,7 @@ def _apply(client: redis.Redis, cluster: str, uids: list[bytes], gone: list[byte
     dropped: list[bytes] = []
     for uid, old_text, raw in zip(everyone, previous, views, strict=True):
         old = decode_contribution(old_text.decode()) if old_text else {}
-        new = contribution(orjson.loads(raw)) if raw else {}
+        new = contribution(store.decode_view(raw)) if raw else {}
         for key, value in delta(old, new).items():
             totals[key] = totals.get(key, 0.0) + value
         if raw:

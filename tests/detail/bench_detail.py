@@ -46,7 +46,7 @@ def median_ms(step: Callable[[], object], rounds: int = 5) -> float:
 
 def copy_views(client: redis.Redis, cluster: str, total: int) -> None:
     """Fill the store up to ``total`` pods by copying folded views under new uids."""
-    views = [orjson.loads(raw) for raw in client.hvals(store.pods_key(cluster))]
+    views = [store.decode_view(raw) for raw in client.hvals(store.pods_key(cluster))]
     previous: dict = {}
     batch: dict = {}
     for i in range(total - len(views)):

@@ -85,7 +85,7 @@ class LiveSource:
     def pod(self, namespace: str, name: str, uid: str | None) -> dict[str, Any] | None:
         if uid:
             raw = self.client.hget(store.pods_key(self.cluster), uid)
-            view = orjson.loads(raw) if raw else None
+            view = store.decode_view(raw) if raw else None
             if view is None or (view["namespace"], view["name"]) != (namespace, name):
                 return None
         # The change index's members start with namespace/name: Redis finds a name's
@@ -101,7 +101,7 @@ class LiveSource:
         if uids:
             for raw in self.client.hmget(store.pods_key(self.cluster), uids):
                 if raw is not None:
-                    view = orjson.loads(raw)
+                    view = store.decode_view(raw)
                     if (view["namespace"], view["name"]) == (namespace, name):
                         candidates.append(view)
         chosen = pick(candidates, uid)
@@ -124,7 +124,7 @@ class LiveSource:
 
     def rows(self) -> Iterator[PodRow]:
         for _, raw in self.client.hscan_iter(store.pods_key(self.cluster), count=2000):
-            yield row_from_view(orjson.loads(raw))
+            yield row_from_view(store.decode_view(raw))
 
     def digest(self, kind: str, make: Callable[[LiveSource], dict[str, Any]]) -> dict[str, Any]:
         """An aggregate over every pod, reused for DIGEST_TTL seconds: one pass over

@@ -101,7 +101,7 @@ def _stored_views(cluster: str) -> Iterator[dict[str, Any]]:
         if store.cluster(client, cluster) is None and not client.exists(store.pods_key(cluster)):
             raise CommandError(f"no cluster named {cluster!r} (python manage.py clusters list)")
         for _, raw in client.hscan_iter(store.pods_key(cluster), count=2000):
-            yield orjson.loads(raw)
+            yield store.decode_view(raw)
     except redis.RedisError as exc:
         raise CommandError(f"cannot read the stored pods from Redis: {exc}") from exc
     finally:
