@@ -272,7 +272,8 @@ class APIServer:
             ordered["namespace"] = meta.pop("namespace")
         ordered["uid"] = uid or meta.pop("uid", None) or new_uid(self.loop.rng)
         meta.pop("uid", None)
-        ordered["resourceVersion"] = self._next_rv()
+        self.rv += 1  # _next_rv(), inlined on the write path
+        ordered["resourceVersion"] = str(self.rv)
         ordered["creationTimestamp"] = stamp(now)
         meta.pop("resourceVersion", None)
         meta.pop("creationTimestamp", None)
@@ -318,7 +319,8 @@ class APIServer:
         old = store.objects.get(key)
         if old is None:
             raise not_found(resource, meta["name"])
-        meta["resourceVersion"] = self._next_rv()
+        self.rv += 1  # _next_rv(), inlined on the write path
+        meta["resourceVersion"] = str(self.rv)
         new = {**new, "metadata": meta}
         if (
             meta.get("deletionTimestamp")
@@ -398,7 +400,8 @@ class APIServer:
         store = self.stores[resource]
         old = store.objects.pop(key, None)
         meta = dict(last["metadata"])
-        meta["resourceVersion"] = self._next_rv()
+        self.rv += 1  # _next_rv(), inlined on the write path
+        meta["resourceVersion"] = str(self.rv)
         final = {**last, "metadata": meta}
         if resource == "pods":
             node_name = final["spec"].get("nodeName")

@@ -21,9 +21,11 @@ def _name(api: APIServer, namespace: str, base: str) -> str:
     """``<object>.<hex unix nanos>``, bumped by one nanosecond on a clash."""
     nanos = int(api.loop.now * 1_000_000_000)
     objects = api.stores["events"].objects
-    while (namespace, f"{base}.{nanos:x}") in objects:
+    name = f"{base}.{nanos:x}"
+    while (namespace, name) in objects:
         nanos += 1
-    return f"{base}.{nanos:x}"
+        name = f"{base}.{nanos:x}"
+    return name
 
 
 COMBINED = "(combined from similar events): "

@@ -11,7 +11,7 @@ import heapq
 from collections.abc import Callable
 
 from handoff.sim.apiserver import APIServer
-from handoff.sim.events import view
+from handoff.sim.events import EVENTS_GROUP, as_core, as_events, view
 from handoff.sim.objects import Obj
 
 Sink = Callable[[float, str, Obj], None]
@@ -66,7 +66,12 @@ class Recording:
         heap = self._heap
         push = heapq.heappush
         last = self._last
-        group = self.events_group if resource == "events" else None
+        # Events are stored in the group they were written through: convert on the way out.
+        convert = (
+            (as_events if self.events_group == EVENTS_GROUP else as_core)
+            if (resource == "events")
+            else None
+        )
 
         def handle(type_: str, obj: Obj) -> None:
             if not self._started:
@@ -75,8 +80,8 @@ class Recording:
             if observed < last[resource]:
                 observed = last[resource]
             last[resource] = observed
-            if group is not None:
-                obj = view(obj, group)
+            if convert is not None:
+                obj = convert(obj)
             self._seq += 1
             push(heap, (observed, self._seq, type_, obj))
             flush_at = self._flush_at

@@ -152,7 +152,16 @@ class Scheduler:
             and pod["status"].get("phase") not in ("Succeeded", "Failed")
         ):
             return  # a status change of a pod already counted: nothing for the cache
-        self.loop.call_at(self._arrival("pods"), self._on_pod, type_, pod)
+        # _arrival("pods"), inlined: every pod change comes through here.
+        loop = self.loop
+        lo, hi = self.t.watch
+        when = loop.now + (lo + (hi - lo) * loop._random())
+        delivered = self._delivered
+        last = delivered.get("pods", 0.0)
+        if last > when:  # max(last, when) keeps ``last`` only when it is greater
+            when = last
+        delivered["pods"] = when
+        loop.call_at(when, self._on_pod, type_, pod)
 
     def _deliver_node(self, type_: str, node: Obj) -> None:
         self.loop.call_at(self._arrival("nodes"), self._on_node, type_, node)
