@@ -13,7 +13,6 @@ from typing import Any
 import msgspec
 
 from handoff.schema import (
-    Condition,
     ContainerStatus,
     KubeObject,
     ObjectMeta,
@@ -190,50 +189,73 @@ class StatusFacts(msgspec.Struct, gc=False):
 
 
 def read_status(status: Status | None) -> StatusFacts:
-    facts = StatusFacts()
+    """One pass over a pod's status. The facts are gathered in locals and the
+    struct built once: setting a struct's attributes one by one costs more."""
     if status is None:
-        return facts
-    facts.phase = status.phase or ""
-    facts.reason = status.reason or ""
-    facts.message = status.message or ""
-    start = status.startTime
-    facts.start = start = _TIMES[start] if start in _TIMES else _parse_timestamp(start)
-    facts.kubelet_wrote = start is not None or bool(status.hostIP)
-    if status.conditions:
-        _read_conditions(facts, status.conditions)
-    if status.initContainerStatuses:
-        facts.waiting = _read_containers(facts, status.initContainerStatuses, "Init:", False)
-    if status.containerStatuses:
-        facts.kubelet_wrote = True
-        facts.waiting = facts.waiting or _read_containers(facts, status.containerStatuses, "", True)
-    return facts
-
-
-def _read_conditions(facts: StatusFacts, conditions: list[Condition]) -> None:
-    times = _TIMES  # timestamp(), inlined: five of these per pod update
-    for cond in conditions:
+        return StatusFacts()
+    times = _TIMES  # timestamp(), inlined: several of these per pod update
+    text = status.startTime
+    try:
+        start = times[text]
+    except KeyError:
+        start = _parse_timestamp(text)
+    kubelet_wrote = start is not None or bool(status.hostIP)
+    scheduled = unschedulable = unschedulable_message = ""
+    scheduled_at = sandbox_at = initialized_at = ready_at = None
+    disruption = None
+    for cond in status.conditions or ():
         kind = cond.type
         true = cond.status == "True"
         if kind in KUBELET_CONDITIONS:
-            facts.kubelet_wrote = True
+            kubelet_wrote = True
             if true and kind != "ContainersReady":
                 text = cond.lastTransitionTime
-                at = times[text] if text in times else _parse_timestamp(text)
+                try:
+                    at = times[text]
+                except KeyError:
+                    at = _parse_timestamp(text)
                 if kind == "Ready":
-                    facts.ready_at = at
+                    ready_at = at
                 elif kind == "Initialized":
-                    facts.initialized_at = at
+                    initialized_at = at
                 else:
-                    facts.sandbox_at = at
+                    sandbox_at = at
         elif kind == "PodScheduled":
-            facts.scheduled = cond.status
+            scheduled = cond.status
             text = cond.lastTransitionTime
-            facts.scheduled_at = times[text] if text in times else _parse_timestamp(text)
+            try:
+                scheduled_at = times[text]
+            except KeyError:
+                scheduled_at = _parse_timestamp(text)
             if not true:
-                facts.unschedulable = cond.reason or "Unschedulable"
-                facts.unschedulable_message = cond.message or ""
+                unschedulable = cond.reason or "Unschedulable"
+                unschedulable_message = cond.message or ""
         elif kind == "DisruptionTarget" and true:
-            facts.disruption = (cond.reason or "", cond.message or "")
+            disruption = (cond.reason or "", cond.message or "")
+    containers = status.containerStatuses
+    facts = StatusFacts(
+        status.phase or "",
+        status.reason or "",
+        status.message or "",
+        start,
+        kubelet_wrote or bool(containers),
+        scheduled,
+        scheduled_at,
+        unschedulable,
+        unschedulable_message,
+        sandbox_at,
+        initialized_at,
+        ready_at,
+        disruption,
+    )
+    waiting = ""
+    if status.initContainerStatuses:
+        waiting = _read_containers(facts, status.initContainerStatuses, "Init:", False)
+    if containers and not waiting:
+        waiting = _read_containers(facts, containers, "", True)
+    if waiting:
+        facts.waiting = waiting
+    return facts
 
 
 def _read_containers(
@@ -251,7 +273,10 @@ def _read_containers(
         inner = state.running or state.terminated
         if inner is not None:
             text = inner.startedAt
-            started = (_TIMES[text] if text in _TIMES else _parse_timestamp(text)) or 0.0
+            try:
+                started = _TIMES[text] or 0.0
+            except KeyError:
+                started = _parse_timestamp(text) or 0.0
             latest_start = started if latest_start is None else max(latest_start, started)
             if state.terminated is not None:
                 _note_termination(facts, state.terminated)
@@ -263,9 +288,11 @@ def _read_containers(
                 routine = routine or reason
             else:
                 waiting = waiting or reason
-    if count_starts:
-        facts.latest_start = latest_start or None
-        facts.all_started_at = latest_start if all_started else None
+    if count_starts:  # the facts' defaults are None: set only what differs
+        if latest_start:
+            facts.latest_start = latest_start
+        if all_started and latest_start is not None:
+            facts.all_started_at = latest_start
     chosen = waiting or routine
     return f"{prefix}{chosen}" if chosen else ""
 

@@ -229,23 +229,32 @@ class PodState(msgspec.Struct, gc=False):
         """
         if observed is None:
             return
-        coarse = own is not None and own + 1.0 < observed
-        when = own if coarse else observed
         current = self.milestones[index]
-        # put()'s rule, inlined: most evidence repeats what is known.
-        if current is not None:
-            if self.coarse >> index & 1:  # held: an object's second
-                if when >= current + (0.0 if coarse else 1.0):
+        # put()'s rule, inlined and split by the kind of evidence: most evidence
+        # is precise and repeats what is known, so it returns in a few steps.
+        if own is None or own + 1.0 >= observed:  # precise: the watch's time
+            if current is not None:
+                if self.coarse >> index & 1:  # held: an object's second
+                    if observed >= current + 1.0:
+                        return
+                elif observed >= current:
                     return
-            elif (current < when + 1.0) if coarse else (when >= current):
+            bit = 1 << index
+            self.milestones[index] = observed
+            self.reached |= bit
+            if self.coarse & bit:
+                self.coarse &= ~bit
+            return
+        if current is not None:  # coarse: the object's own second
+            if self.coarse >> index & 1:
+                if own >= current:
+                    return
+            elif current < own + 1.0:
                 return
         bit = 1 << index
-        self.milestones[index] = when
+        self.milestones[index] = own
         self.reached |= bit
-        if coarse:
-            self.coarse |= bit
-        elif self.coarse & bit:
-            self.coarse &= ~bit
+        self.coarse |= bit
 
     def put(self, index: int, when: float, coarse: bool) -> None:
         current = self.milestones[index]
@@ -559,11 +568,13 @@ class Timeline:
             # Reasons, sources and routine messages repeat across pods: share them.
             # Other messages mostly name the pod; interning them costs more than it saves.
             message = facts.message
+            type_ = facts.type
+            component = facts.component
             record = EventRecord(
                 key,
                 intern(facts.reason),
-                intern(facts.type),
-                intern(facts.component),
+                "Normal" if type_ == "Normal" else intern(type_),
+                KUBELET if component == KUBELET else intern(component),
                 intern(facts.host),
                 intern(message) if facts.reason in ROUTINE_REASONS else message,
                 facts.first,
@@ -928,11 +939,15 @@ def fold(
 ) -> Timeline:
     """Fold watch events; with ``until``, only those observed up to that time."""
     timeline = Timeline(cluster)
+    apply = timeline.apply
     with paused_gc():
-        for event in events:
-            if until is not None and event.time() > until:
-                continue
-            timeline.apply(event)
+        if until is None:
+            for event in events:
+                apply(event)
+        else:
+            for event in events:
+                if event.time() <= until:
+                    apply(event)
     return timeline
 
 

@@ -168,15 +168,15 @@ class TraceReader:
         self.lines_read = 0
 
     def __iter__(self) -> Iterator[WatchEvent]:
-        if isinstance(self.source, str | Path):
-            with open_binary(self.source) as stream:
-                yield from self._read(stream)
-        else:
-            yield from self._read(self.source)
+        return self._read(self.source)
 
-    def _read(self, stream: Iterable[bytes]) -> Iterator[WatchEvent]:
+    def _read(self, source: str | Path | IO[bytes] | Iterable[bytes]) -> Iterator[WatchEvent]:
         """The hot loop: well-formed event lines decode straight into the schema,
-        anything else goes through ``_parse_line``, which says what is wrong."""
+        anything else goes through ``_parse_line``, which says what is wrong.
+        One generator, opening (and closing) a path itself: a ``yield from``
+        layer costs a little on every line."""
+        opened = open_binary(source) if isinstance(source, str | Path) else None
+        stream: Iterable[bytes] = source if opened is None else opened
         number = 0
         decode, kinds, types = LINE_DECODER.decode, self.kinds, WATCH_TYPES
         seconds = _SECONDS
@@ -215,6 +215,8 @@ class TraceReader:
             self.errors.append(LineError(number + 1, f"stream ended early: {exc}"))
         finally:
             self.lines_read = number
+            if opened is not None:
+                opened.close()
 
     def _parse_line(self, number: int, raw: bytes) -> WatchEvent | None:
         if not raw.strip():
