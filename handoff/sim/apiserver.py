@@ -217,11 +217,20 @@ class APIServer:
         for handler in store.plain:
             handler(type_, obj)
         if store.filtered:
+            # Watchers sharing a predicate (the ReplicaSet and Job controllers' "owned pods")
+            # evaluate it once: predicates are pure functions of the immutable object.
+            last_predicate: Callable[[Obj], bool] | None = None
+            passed = False
             for sub in store.filtered:
                 if sub.namespace is not None and sub.namespace != obj["metadata"].get("namespace"):
                     continue
-                if sub.predicate is not None and not sub.predicate(obj):
-                    continue
+                predicate = sub.predicate
+                if predicate is not None:
+                    if predicate is not last_predicate:
+                        last_predicate = predicate
+                        passed = predicate(obj)
+                    if not passed:
+                        continue
                 sub.handler(type_, obj)
         if resource == "pods":
             # spec.nodeName-filtered watches: a pod entering the filter arrives as ADDED.

@@ -40,6 +40,10 @@ KUBELET_CONDITIONS = (
     "ContainersReady",
     "PodScheduled",
 )
+# (status, reason, message) of the pod conditions build_status writes most.
+_CONDITION_TRUE: tuple[str, str | None, str | None] = ("True", None, None)
+_SANDBOX_TRUE = _CONDITION_TRUE
+_SANDBOX_FALSE: tuple[str, str | None, str | None] = ("False", None, None)
 BAD_IMAGE_MARKERS = ("doesnotexist", "does-not-exist", "nonexistent", ":typo")
 
 
@@ -929,57 +933,61 @@ class Kubelet:
             pass
 
     def build_status(self, ps: PodState, old: Obj) -> Obj:
-        """generateAPIPodStatus: conditions in kubelet order, container statuses."""
+        """generateAPIPodStatus: conditions in kubelet order, container statuses.
+
+        Runs for every status write: no comprehensions (each is a call) and the
+        ``containers with … status`` messages are only formatted when they are needed.
+        """
         now = self.loop.now
-        app_names = [c["name"] for c in ps.app]
-        init_pending = [c["name"] for c in ps.init if "terminated" not in c["state"]]
-        unready = [c["name"] for c in ps.app if not c["ready"]]
         done = ps.phase in ("Succeeded", "Failed")
-        values: dict[str, tuple[str, str | None, str | None]] = {
-            "PodReadyToStartContainers": (
-                "True" if ps.sandbox and not done else "False",
-                None,
-                None,
-            ),
-            "Initialized": (
-                (
+        initialized: tuple[str, str | None, str | None] = _CONDITION_TRUE
+        if ps.init:
+            init_pending = [c["name"] for c in ps.init if "terminated" not in c["state"]]
+            if init_pending:
+                initialized = (
                     "False",
                     "ContainersNotInitialized",
                     f"containers with incomplete status: [{' '.join(init_pending)}]",
                 )
-                if init_pending
-                else ("True", None, None)
-            ),
-            "Ready": (
-                ("True", None, None)
-                if ps.ready
-                else ("False", "PodCompleted", None)
-                if done
-                else (
-                    "False",
-                    "ContainersNotReady",
-                    f"containers with unready status: [{' '.join(unready or app_names)}]",
-                )
-            ),
-            "PodScheduled": ("True", None, None),
-        }
-        values["ContainersReady"] = values["Ready"]
-        previous = {c["type"]: c for c in old.get("conditions") or ()}
+        if ps.ready:
+            ready: tuple[str, str | None, str | None] = _CONDITION_TRUE
+        elif done:
+            ready = ("False", "PodCompleted", None)
+        else:
+            unready = [c["name"] for c in ps.app if not c["ready"]] or [c["name"] for c in ps.app]
+            ready = (
+                "False",
+                "ContainersNotReady",
+                f"containers with unready status: [{' '.join(unready)}]",
+            )
+        # In KUBELET_CONDITIONS order: PodReadyToStartContainers, Initialized, Ready,
+        # ContainersReady, PodScheduled.
+        values = (
+            _SANDBOX_TRUE if ps.sandbox and not done else _SANDBOX_FALSE,
+            initialized,
+            ready,
+            ready,
+            _CONDITION_TRUE,
+        )
+        previous: dict[str, Obj] = {}
+        for c in old.get("conditions") or ():
+            previous[c["type"]] = c
         conditions = []
-        for type_ in KUBELET_CONDITIONS:
-            value, reason, message = values[type_]
+        found = 0
+        for type_, (value, reason, message) in zip(KUBELET_CONDITIONS, values, strict=True):
             prev = previous.get(type_)
-            if (
-                prev is not None
-                and prev["status"] == value
-                and prev.get("reason") == reason
-                and prev.get("message") == message
-                and len(prev) == 4 + (reason is not None) + (message is not None)
-                and "lastProbeTime" in prev
-                and prev["lastProbeTime"] is None
-            ):
-                conditions.append(prev)  # unchanged: share it (stored objects are immutable)
-                continue
+            if prev is not None:
+                found += 1
+                if (
+                    prev["status"] == value
+                    and prev.get("reason") == reason
+                    and prev.get("message") == message
+                    and len(prev) == 4 + (reason is not None) + (message is not None)
+                    and "lastProbeTime" in prev
+                    and prev["lastProbeTime"] is None
+                ):
+                    conditions.append(prev)  # unchanged: share it (stored objects are immutable)
+                    continue
             cond: Obj = {"type": type_, "status": value, "lastProbeTime": None}
             if prev is not None and prev["status"] == value:
                 cond["lastTransitionTime"] = prev.get("lastTransitionTime")
@@ -990,9 +998,10 @@ class Kubelet:
             if message:
                 cond["message"] = message
             conditions.append(cond)
-        for type_, prev in previous.items():
-            if type_ not in KUBELET_CONDITIONS:
-                conditions.append(prev)
+        if len(previous) > found:
+            for type_, prev in previous.items():
+                if type_ not in KUBELET_CONDITIONS:
+                    conditions.append(prev)
         status: Obj = {
             "phase": ps.phase,
             "conditions": conditions,
@@ -1004,8 +1013,8 @@ class Kubelet:
             status["podIPs"] = [{"ip": ps.pod_ip}]
         status["startTime"] = stamp(ps.start_time)
         if ps.init:
-            status["initContainerStatuses"] = [dict(c) for c in ps.init]
-        status["containerStatuses"] = [dict(c) for c in ps.app]
+            status["initContainerStatuses"] = list(map(dict, ps.init))
+        status["containerStatuses"] = list(map(dict, ps.app))
         status["qosClass"] = old.get("qosClass", "BestEffort")
         return status
 
