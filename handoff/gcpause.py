@@ -8,7 +8,8 @@ collector's full passes over the growing state cost more than the work itself.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
@@ -21,3 +22,37 @@ def paused_gc() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+class Tenure:
+    """Keeps a long-running loop's old objects out of the collector's full passes.
+
+    A fold worker holds every pod of its cluster for minutes. Each full collection walks
+    all of them (about 200 ms at 40,000 pods), and while the state grows one comes every
+    few seconds: a stall in the live path each time. ``settle`` (called where a pause
+    costs nothing, right after a flush) collects what is young, at most every ``interval``
+    seconds, and freezes what survived (``gc.freeze``), so later collections skip it and
+    stay as short as the young part. Garbage cycles that reach frozen objects wait until
+    ``release`` unfreezes and collects everything once, at the end of the loop.
+    """
+
+    def __init__(self, interval: float = 1.0, clock: Callable[[], float] = time.monotonic):
+        self.interval = interval
+        self.clock = clock
+        self.last = clock()
+        self.settled = 0
+
+    def settle(self) -> None:
+        now = self.clock()
+        if now - self.last < self.interval:
+            return
+        gc.collect()
+        gc.freeze()
+        self.last = now
+        self.settled += 1
+
+    def release(self) -> None:
+        if self.settled:
+            gc.unfreeze()
+            gc.collect()
+            self.settled = 0

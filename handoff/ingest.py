@@ -11,7 +11,11 @@ these steps under the cluster's fold lease.
 
 from __future__ import annotations
 
+import copy
+import heapq
 import logging
+import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +27,7 @@ import redis
 
 from handoff import queries, store
 from handoff import verdicts as v
-from handoff.gcpause import paused_gc
+from handoff.gcpause import Tenure, paused_gc
 from handoff.push import Publisher, messages
 from handoff.report import pod_view
 from handoff.schema import LINE_DECODER, DecodeError
@@ -36,6 +40,24 @@ log = logging.getLogger(__name__)
 TIME_BASED = frozenset({v.AWAITING_KUBELET, v.STARTING})
 SNAPSHOT_VERSION = 2
 NODE_BLIND = "node:"  # key prefix in Folder.blind for nodes (pods are keyed by uid)
+SAVER_TIMEOUT = 300.0  # seconds a background snapshot may take before it is killed
+# Saves a snapshot unless the one stored covers more of the stream: a save that finishes
+# late (a background one, or a worker that lost its lease) never replaces a newer one,
+# whose cursor the stream may already have been trimmed to.
+SAVE_SNAPSHOT = """
+local function newer(a, b)
+  local am, as = string.match(a, '^(%d+)-(%d+)$')
+  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
+  if not am or not bm then return false end
+  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
+  return am > bm or (am == bm and as > bs)
+end
+local current = redis.call('hget', KEYS[2], 'snapshot')
+if current and newer(current, ARGV[2]) then return 0 end
+redis.call('set', KEYS[1], ARGV[1])
+redis.call('hset', KEYS[2], 'snapshot', ARGV[2])
+return 1
+"""
 
 
 class Snapshot(msgspec.Struct):
@@ -61,6 +83,9 @@ class FoldSettings:
     snapshot_interval: float = 60.0
     retention_hours: float = 24.0  # stream age, and how long deleted pods are kept
     max_events: int = 2_000_000  # stream length cap
+    # Seconds between gcpause.Tenure settles (None: leave the collector alone). The fold
+    # task sets it; a worker that folds in someone else's process (tests) does not.
+    gc_settle_interval: float | None = None
 
 
 class Folder:
@@ -91,6 +116,14 @@ class Folder:
         self.last_sweep = clock()
         self.last_snapshot = clock()
         self.events = 0
+        self.behind = False  # the last read came back full
+        # Pods whose written verdict can change with time alone: all a sweep looks at.
+        self.timed: set[str] = set()
+        # (deletion time, uid) of deleted pods, oldest first: what retention forgets.
+        self.deletions: list[tuple[float, str]] = []
+        interval = settings.gc_settle_interval
+        self.tenure = Tenure(interval) if interval else None
+        self.saver: tuple[int, str, float] | None = None  # background snapshot: pid, cursor, start
 
     # ------------------------------------------------------------ restore
 
@@ -139,26 +172,56 @@ class Folder:
     # --------------------------------------------------------------- fold
 
     def step(self) -> int:
-        """Fold what arrived (waiting up to block_ms), flush when due. Entries folded."""
-        entries = self._read()
+        """Fold what arrived, flush when due, then the periodic work. Entries folded.
+
+        With nothing to flush it waits on the stream up to block_ms (an entry wakes it at
+        once). With changes to flush it sleeps until their flush is due, then takes what
+        arrived meanwhile without waiting, so that goes out in the same flush: a blocked
+        XREAD ends only on the Redis server's clock tick (every 100 ms at the default hz
+        10), which would hold the flush back.
+        """
+        if self.dirty:
+            self._sleep_until_flush()
+            entries = self._read(block=None)
+        else:
+            entries = self._read(block=self.settings.block_ms)
         count = self.fold(entries)
+        self.behind = count >= self.settings.batch
         now = self.clock()
-        behind = count >= self.settings.batch
-        window = self.settings.backlog_push_interval if behind else self.settings.push_interval
-        if self.dirty and now - self.last_flush >= window:
+        if self.dirty and now - self.last_flush >= self._window():
             self.flush()
+            if self.tenure is not None:
+                self.tenure.settle()  # the pause falls in the next coalescing window
         if now - self.last_sweep >= self.settings.sweep_interval:
             self.sweep()
             self.retain()
-        if now - self.last_snapshot >= self.settings.snapshot_interval:
-            self.snapshot()
+        if self.saver is not None:
+            self._reap(wait=False)
+        elif now - self.last_snapshot >= self.settings.snapshot_interval:
+            self.snapshot_in_background()
         return count
 
-    def _read(self) -> list[tuple[str, bytes]]:
+    def _window(self) -> float:
+        if self.behind:
+            return self.settings.backlog_push_interval
+        return self.settings.push_interval
+
+    def _sleep_until_flush(self) -> None:
+        due = self.last_flush + self._window() - self.clock()
+        if due > 0:
+            time.sleep(min(due, self.settings.block_ms / 1000))
+
+    def close(self) -> None:
+        """End of the fold window: collect a background snapshot still being written, and
+        give the collector back what the fold kept from it (see gcpause.Tenure)."""
+        if self.saver is not None:
+            self._reap(wait=True)
+        if self.tenure is not None:
+            self.tenure.release()
+
+    def _read(self, block: int | None) -> list[tuple[str, bytes]]:
         reply = self._reader.xread(
-            {store.events_key(self.cluster): self.cursor},
-            count=self.settings.batch,
-            block=self.settings.block_ms,
+            {store.events_key(self.cluster): self.cursor}, count=self.settings.batch, block=block
         )
         if not reply:
             return []
@@ -226,8 +289,12 @@ class Folder:
         for uid in self.dirty:
             pod = pods.get(uid)
             if pod is not None and not uid.startswith("name:"):
-                views[uid] = (self.view(pod, now), pod.last_change)
+                view = self.view(pod, now)
+                views[uid] = (view, pod.last_change)
+                self._track(uid, view["verdict"], pod.milestones[DELETED])
         self.dirty = set()
+        for uid in removed or ():
+            self.timed.discard(uid)
         stamp = format_time(now)
         pipe = self.client.pipeline(transaction=False)
         store.write_pods(pipe, self.cluster, views, self.written)
@@ -275,33 +342,48 @@ class Folder:
 
     # ------------------------------------------------------ time and size
 
+    def _track(self, uid: str, verdict: str, deleted: float | None) -> None:
+        """Note what sweep and retain will look at, so neither walks every pod."""
+        if verdict in TIME_BASED:
+            self.timed.add(uid)
+        else:
+            self.timed.discard(uid)
+        if deleted is not None:
+            heapq.heappush(self.deletions, (deleted, uid))
+
     def sweep(self) -> None:
         """Re-judge pods whose verdict changes with time alone; write the ones that did."""
         now = self.now()
         self.last_sweep = self.clock()
-        for uid, (verdict, _, _) in self.written.items():
-            if verdict in TIME_BASED:
-                pod = self.timeline.pods.get(uid)
-                if pod is not None:
-                    judged = self.timeline.judge(pod, now, self.settings.stuck_after)
-                    if judged.verdict != verdict:
-                        self.dirty.add(uid)
+        for uid in self.timed:
+            pod = self.timeline.pods.get(uid)
+            if pod is not None:
+                judged = self.timeline.judge(pod, now, self.settings.stuck_after)
+                if judged.verdict != self.written.get(uid, ("", "", ""))[0]:
+                    self.dirty.add(uid)
         if self.dirty:
             self.flush()
 
     def retain(self) -> None:
         """Forget pods deleted longer ago than the retention; trim the stream by age."""
         horizon = self.now() - self.settings.retention_hours * 3600
-        gone = [
-            uid
-            for uid, pod in self.timeline.pods.items()
-            if pod.milestones[DELETED] is not None and pod.milestones[DELETED] < horizon
-        ]
+        due: dict[str, None] = {}  # in deletion order, each pod once
+        deletions, pods = self.deletions, self.timeline.pods
+        while deletions and deletions[0][0] < horizon:
+            _, uid = heapq.heappop(deletions)
+            pod = pods.get(uid)
+            # A pod is pushed once per flush after its deletion: the first pop takes it.
+            if pod is not None and uid not in due:
+                deleted = pod.milestones[DELETED]
+                if deleted is not None and deleted < horizon:
+                    due[uid] = None
+        gone = list(due)
         for uid in gone:
             pod = self.timeline.pods.pop(uid)
             if self.timeline.by_name.get(pod.key) == uid:
                 del self.timeline.by_name[pod.key]
             self.blind.pop(uid, None)
+            self.timed.discard(uid)
         if gone:
             self.dirty.difference_update(gone)
             pipe = self.client.pipeline(transaction=False)
@@ -314,22 +396,69 @@ class Folder:
                     self.publisher.publish(message)
 
     def snapshot(self) -> None:
-        """Save the timeline with the id it covers; only then may the stream before it go."""
+        """Save the timeline with the id it covers; only then may the stream before it go.
+        In the foreground: for the end of a fold window, and tests."""
+        if self.saver is not None:
+            self._reap(wait=True)
         self.last_snapshot = self.clock()
-        blob = msgspec.msgpack.encode(
+        if _save_snapshot(self.client, self.cluster, self._snapshot_blob(), self.cursor):
+            self._trim(self.cursor)
+
+    def snapshot_in_background(self) -> None:
+        """The periodic snapshot, written by a forked copy of this process (as Redis's
+        BGSAVE does): serializing 150,000 pods takes most of a second, which the live
+        path must not wait for. The parent trims the stream once the copy has saved."""
+        self.last_snapshot = self.clock()
+        cursor = self.cursor
+        pid = os.fork()
+        if pid == 0:  # the copy: only the forking thread exists here, so no logging
+            code = 1
+            try:
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGURG):
+                    signal.signal(sig, signal.SIG_DFL)
+                pool = copy.copy(self.client.connection_pool)
+                pool.reset()  # the parent's sockets stay the parent's
+                client = redis.Redis(connection_pool=pool)
+                saved = _save_snapshot(client, self.cluster, self._snapshot_blob(), cursor)
+                code = 0 if saved else 3
+            except BaseException:  # the exit code is the report
+                code = 2
+            finally:
+                os._exit(code)
+        self.saver = (pid, cursor, time.monotonic())
+
+    def _reap(self, wait: bool) -> None:
+        """Collect the background snapshot's copy; trim the stream when it saved."""
+        assert self.saver is not None
+        pid, cursor, started = self.saver
+        if not wait and time.monotonic() - started > SAVER_TIMEOUT:
+            os.kill(pid, signal.SIGKILL)
+            log.warning("%s: background snapshot over %ds: killed", self.cluster, SAVER_TIMEOUT)
+            wait = True
+        try:
+            done, status = os.waitpid(pid, 0 if wait else os.WNOHANG)
+            code = os.waitstatus_to_exitcode(status) if done else None
+        except ChildProcessError:  # reaped by someone else: the stored cursor tells
+            stored = store.fold_state(self.client, self.cluster).get("snapshot")
+            code = 0 if stored == cursor else 1
+        if code is None:
+            return
+        self.saver = None
+        if code == 0:
+            self._trim(cursor)
+        elif code != 3:  # 3: a newer snapshot was there already
+            log.warning("%s: background snapshot failed (exit %s)", self.cluster, code)
+
+    def _snapshot_blob(self) -> bytes:
+        return msgspec.msgpack.encode(
             Snapshot(SNAPSHOT_VERSION, dump_state(self.timeline), self.blind, self.cursor)
         )
-        pipe = self.client.pipeline(transaction=False)
-        pipe.set(store.snapshot_key(self.cluster), blob)
-        pipe.hset(store.fold_key(self.cluster), "snapshot", self.cursor)
-        pipe.execute()
-        self._trim()
 
-    def _trim(self) -> None:
+    def _trim(self, cursor: str) -> None:
         """The stream keeps what is younger than the retention, at most max_events, and
-        never drops an entry the snapshot does not cover."""
+        never drops an entry the snapshot (covering up to ``cursor``) does not cover."""
         age_ms = int((self.clock() - self.settings.retention_hours * 3600) * 1000)
-        covered = store.stream_id_key(self.cursor)
+        covered = store.stream_id_key(cursor)
         minid = min((age_ms, 0), covered)
         key = store.events_key(self.cluster)
         if minid > (0, 0):
@@ -344,6 +473,12 @@ class Folder:
 
 def _unparsed(response: Any, **_: Any) -> Any:
     return response
+
+
+def _save_snapshot(client: redis.Redis, cluster: str, blob: bytes, cursor: str) -> bool:
+    """Store a snapshot covering the stream up to ``cursor``, unless a newer one is there."""
+    keys = [store.snapshot_key(cluster), store.fold_key(cluster)]
+    return bool(client.eval(SAVE_SNAPSHOT, 2, *keys, blob, cursor))
 
 
 def _event(raw: bytes) -> WatchEvent | None:

@@ -58,6 +58,7 @@ def fold_settings() -> FoldSettings:
         snapshot_interval=float(settings.HANDOFF_SNAPSHOT_INTERVAL),
         retention_hours=float(settings.HANDOFF_RETENTION_HOURS),
         max_events=settings.HANDOFF_STREAM_MAXLEN,
+        gc_settle_interval=1.0,
     )
 
 
@@ -242,6 +243,7 @@ def fold(self, cluster: str) -> str:
         lost.set()
         keeper.join(timeout=5)
         publisher.close()
+        folder.close()
     if stopped in ("window", "stopping"):
         _hand_over(client, cluster, store.FOLD, lease)
     return stopped

@@ -1,0 +1,115 @@
+"""What keeps the fold worker's live path free of long pauses: the periodic snapshot is
+written by a forked copy, a late snapshot never replaces a newer one, the sweep and
+retention look only at the pods they may change, and the collector is kept off the
+state between flushes."""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from handoff import store
+from handoff.gcpause import Tenure
+from handoff.ingest import TIME_BASED, Folder, FoldSettings, _save_snapshot
+from handoff.sources.trace import replay
+from handoff.timeline import DELETED
+
+from .helpers import fold_all
+
+TRACES = Path(__file__).parent.parent / "data" / "traces"
+
+
+def _stored_snapshot(client, cluster: str) -> tuple[str, bytes]:
+    return store.fold_state(client, cluster)["snapshot"], client.get(store.snapshot_key(cluster))
+
+
+def test_the_periodic_snapshot_is_written_by_a_copy_and_then_trims(redis_client):
+    trace = TRACES / "node-lost.jsonl"
+    replay(redis_client, "c", trace)
+    folder = Folder(redis_client, "c", FoldSettings(block_ms=1, snapshot_interval=0))
+    while folder.step():
+        pass
+    assert folder.saver is not None  # a copy is writing it; the fold went on
+    pid = folder.saver[0]
+    deadline = time.monotonic() + 30
+    while folder.saver is not None and time.monotonic() < deadline:
+        folder._reap(wait=False)
+        time.sleep(0.01)
+    assert folder.saver is None, "the background snapshot did not finish"
+    cursor, blob = _stored_snapshot(redis_client, "c")
+    assert cursor == folder.cursor
+    # What the copy wrote is what the foreground would have written.
+    redis_client.delete(store.snapshot_key("c"), store.fold_key("c"))
+    folder.snapshot()
+    assert _stored_snapshot(redis_client, "c") == (cursor, blob)
+    with pytest.raises(ProcessLookupError):  # reaped: no zombie left behind
+        os.kill(pid, 0)
+
+
+def test_a_successor_restores_what_the_background_copy_saved(redis_client):
+    trace = TRACES / "evicted-noexecute.jsonl"
+    replay(redis_client, "c", trace)
+    first = Folder(redis_client, "c", FoldSettings(block_ms=1, snapshot_interval=0))
+    while first.step():
+        pass
+    first.close()  # waits for the copy
+    second = Folder(redis_client, "c", FoldSettings(block_ms=1))
+    second.load()
+    assert second.events == 0  # the snapshot covered the whole stream
+    assert set(second.timeline.pods) == set(first.timeline.pods)
+
+
+def test_a_late_snapshot_never_replaces_a_newer_one(redis_client):
+    assert _save_snapshot(redis_client, "c", b"newer", "1700000000000-5")
+    assert not _save_snapshot(redis_client, "c", b"older", "1700000000000-4")
+    assert not _save_snapshot(redis_client, "c", b"older", "999-9")
+    assert _stored_snapshot(redis_client, "c") == ("1700000000000-5", b"newer")
+    assert _save_snapshot(redis_client, "c", b"same", "1700000000000-5")
+    assert _save_snapshot(redis_client, "c", b"later", "1700000000001-0")
+    assert _stored_snapshot(redis_client, "c") == ("1700000000001-0", b"later")
+
+
+def test_the_sweep_looks_only_at_pods_whose_verdict_time_can_change(redis_client):
+    replay(redis_client, "c", TRACES / "awaiting-kubelet.jsonl")
+    folder = fold_all(redis_client, "c")
+    waiting = {uid for uid, (verdict, _, _) in folder.written.items() if verdict in TIME_BASED}
+    assert len(waiting) == 1
+    assert folder.timed == waiting
+    # Time passes with no event: the sweep judges it stuck and forgets it.
+    folder.timeline.last_observed += folder.settings.stuck_after + 1
+    folder.sweep()
+    (uid,) = waiting
+    assert folder.written[uid][0] == "stuck"
+    assert store.pod_views(redis_client, "c")[uid]["verdict"] == "stuck"
+    assert folder.timed == set()
+
+
+def test_retention_forgets_deleted_pods_oldest_first_without_walking_every_pod(redis_client):
+    trace = TRACES / "evicted-noexecute.jsonl"
+    replay(redis_client, "c", trace)
+    folder = fold_all(redis_client, "c")
+    deleted = {
+        uid for uid, pod in folder.timeline.pods.items() if pod.milestones[DELETED] is not None
+    }
+    assert deleted, "the trace deletes pods"
+    assert {uid for _, uid in folder.deletions} == deleted
+    # Move the cluster's clock past the retention: every deleted pod goes, nothing else.
+    folder.timeline.last_observed += folder.settings.retention_hours * 3600 + 60
+    folder.retain()
+    assert not deleted & set(folder.timeline.pods)
+    assert not deleted & set(store.pod_views(redis_client, "c"))
+    assert folder.deletions == []
+
+
+def test_tenure_freezes_survivors_and_gives_them_back():
+    tenure = Tenure(interval=0)
+    before = gc.get_freeze_count()
+    kept = [[i] for i in range(1000)]  # noqa: F841 - survivors to freeze
+    tenure.settle()
+    assert gc.get_freeze_count() >= before + 1000
+    tenure.release()
+    assert gc.get_freeze_count() == 0
