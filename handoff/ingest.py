@@ -68,6 +68,9 @@ class Snapshot(msgspec.Struct):
     timeline: bytes
     blind: dict[str, dict[str, str]]
     cursor: str
+    # Saved right after a flush (a fold window's end): the stored views are this state's,
+    # and this is what their index entries were written from (Folder.written).
+    written: dict[str, tuple[str, str, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,21 @@ class Folder:
     # ------------------------------------------------------------ restore
 
     def restore(self) -> None:
-        """Load the snapshot, fold the stream after it, rewrite every pod's view."""
-        self.load()
+        """Load the snapshot and fold the stream after it. After a clean hand-over the
+        stored views are the snapshot's, so only the pods the tail changed are written;
+        otherwise (a crash, a lost lease) every pod's view is rewritten."""
+        written = self.load()
+        if written is not None and self._store_matches(written):
+            self.written = written
+            self.timed = {uid for uid, (verdict, _, _) in written.items() if verdict in TIME_BASED}
+            self.deletions = [
+                (pod.milestones[DELETED], uid)
+                for uid, pod in self.timeline.pods.items()
+                if pod.milestones[DELETED] is not None
+            ]
+            heapq.heapify(self.deletions)
+            self.flush()
+            return
         # The store may hold views of pods this state no longer has (dropped, forgotten).
         stored = set(self.client.hkeys(store.pods_key(self.cluster)))
         stale = {uid.decode() for uid in stored} - set(self.timeline.pods)
@@ -137,8 +153,14 @@ class Folder:
         self.dirty = set(self.timeline.pods)
         self.flush(removed=sorted(stale))
 
-    def load(self) -> None:
-        """The timeline as of the stream's end: the snapshot plus the entries after it."""
+    def _store_matches(self, written: dict[str, tuple[str, str, str]]) -> bool:
+        """The views hash holds a view for each pod of the snapshot, and no other."""
+        return self.client.hlen(store.pods_key(self.cluster)) == len(written)
+
+    def load(self) -> dict[str, tuple[str, str, str]] | None:
+        """The timeline as of the stream's end: the snapshot plus the entries after it.
+        Returns what the stored views were written from, if the snapshot says."""
+        written = None
         raw = self.client.get(store.snapshot_key(self.cluster))
         if raw is not None:
             # Data only (MessagePack), never pickle: whoever can write to Redis must
@@ -149,6 +171,7 @@ class Folder:
                     raise ValueError(f"snapshot version {saved.version}")
                 self.timeline = load_state(saved.timeline)
                 self.blind, self.cursor = saved.blind, saved.cursor
+                written = saved.written
             except (ValueError, msgspec.DecodeError) as exc:
                 log.warning(
                     "%s: snapshot unreadable (%s), folding the whole stream", self.cluster, exc
@@ -156,6 +179,7 @@ class Folder:
         with paused_gc():
             while self.fold(self._range(self.settings.batch * 5)):
                 pass
+        return written
 
     def _clear_indexes(self) -> None:
         pattern = store.index_key(self.cluster, "*", "*")
@@ -401,7 +425,9 @@ class Folder:
         if self.saver is not None:
             self._reap(wait=True)
         self.last_snapshot = self.clock()
-        if _save_snapshot(self.client, self.cluster, self._snapshot_blob(), self.cursor):
+        # With nothing waiting to be flushed, the stored views are this state's.
+        blob = self._snapshot_blob(self.written if not self.dirty else None)
+        if _save_snapshot(self.client, self.cluster, blob, self.cursor):
             self._trim(self.cursor)
 
     def snapshot_in_background(self) -> None:
@@ -449,9 +475,10 @@ class Folder:
         elif code != 3:  # 3: a newer snapshot was there already
             log.warning("%s: background snapshot failed (exit %s)", self.cluster, code)
 
-    def _snapshot_blob(self) -> bytes:
+    def _snapshot_blob(self, written: dict[str, tuple[str, str, str]] | None = None) -> bytes:
+        state = dump_state(self.timeline)
         return msgspec.msgpack.encode(
-            Snapshot(SNAPSHOT_VERSION, dump_state(self.timeline), self.blind, self.cursor)
+            Snapshot(SNAPSHOT_VERSION, state, self.blind, self.cursor, written)
         )
 
     def _trim(self, cursor: str) -> None:

@@ -10,13 +10,15 @@ import os
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from handoff import store
 from handoff.gcpause import Tenure
-from handoff.ingest import TIME_BASED, Folder, FoldSettings, _save_snapshot
+from handoff.ingest import TIME_BASED, Folder, FoldSettings, Snapshot, _save_snapshot
 from handoff.sources.trace import replay
 from handoff.timeline import DELETED
+from handoff.trace import TraceReader
 
 from .helpers import fold_all
 
@@ -42,10 +44,17 @@ def test_the_periodic_snapshot_is_written_by_a_copy_and_then_trims(redis_client)
     assert folder.saver is None, "the background snapshot did not finish"
     cursor, blob = _stored_snapshot(redis_client, "c")
     assert cursor == folder.cursor
-    # What the copy wrote is what the foreground would have written.
+    # What the copy wrote is what the foreground would have written, but for the views'
+    # index entries, which only a snapshot taken right after a flush may vouch for.
     redis_client.delete(store.snapshot_key("c"), store.fold_key("c"))
     folder.snapshot()
-    assert _stored_snapshot(redis_client, "c") == (cursor, blob)
+    again, foreground = _stored_snapshot(redis_client, "c")
+    background = msgspec.msgpack.decode(blob, type=Snapshot)
+    assert again == cursor
+    assert background.written is None
+    assert msgspec.structs.replace(background, written=folder.written) == (
+        msgspec.msgpack.decode(foreground, type=Snapshot)
+    )
     with pytest.raises(ProcessLookupError):  # reaped: no zombie left behind
         os.kill(pid, 0)
 
@@ -113,3 +122,67 @@ def test_tenure_freezes_survivors_and_gives_them_back():
     assert gc.get_freeze_count() >= before + 1000
     tenure.release()
     assert gc.get_freeze_count() == 0
+
+
+def _indexes(client, cluster: str) -> dict[bytes, list[bytes]]:
+    keys = client.scan_iter(match=store.index_key(cluster, "*", "*"), count=1000)
+    return {key: client.zrange(key, 0, -1) for key in sorted(keys)}
+
+
+def _written_counts(monkeypatch) -> list[int]:
+    counts: list[int] = []
+    real = store.write_pods
+
+    def counting(pipe, cluster, views, previous):
+        counts.append(len(views))
+        return real(pipe, cluster, views, previous)
+
+    monkeypatch.setattr(store, "write_pods", counting)
+    return counts
+
+
+def test_after_a_clean_hand_over_only_the_tail_is_written(redis_client, monkeypatch):
+    head = [event.raw for event in TraceReader(TRACES / "node-lost.jsonl")]
+    tail = [event.raw for event in TraceReader(TRACES / "scheduled-running.jsonl")]
+    store.append(redis_client, "c", head)
+    first = fold_all(redis_client, "c")
+    first.snapshot()  # the end of a fold window: right after a flush
+    store.append(redis_client, "c", tail)
+    counts = _written_counts(monkeypatch)
+    Folder(redis_client, "c", FoldSettings(block_ms=1)).restore()
+    store.append(redis_client, "alone", tail)
+    tail_pods = len(fold_all(redis_client, "alone").written)
+    assert sum(counts[:1]) == tail_pods  # the tail's pods, not every pod again
+    # The same views and index entries as folding it all from scratch gives.
+    store.append(redis_client, "full", head + tail)
+    fold_all(redis_client, "full")
+    mine, full = store.pod_views(redis_client, "c"), store.pod_views(redis_client, "full")
+    assert len(mine) == len(first.written) + tail_pods
+    assert {uid: (v["verdict"], v["reason"], v["milestones"]) for uid, v in mine.items()} == {
+        uid: (v["verdict"], v["reason"], v["milestones"]) for uid, v in full.items()
+    }
+    assert [k.split(b":", 2)[2] for k in _indexes(redis_client, "c")] == [
+        k.split(b":", 2)[2] for k in _indexes(redis_client, "full")
+    ]
+    assert list(_indexes(redis_client, "c").values()) == list(
+        _indexes(redis_client, "full").values()
+    )
+
+
+def test_after_a_crash_every_view_is_rewritten(redis_client, monkeypatch):
+    replay(redis_client, "c", TRACES / "node-lost.jsonl")
+    first = fold_all(redis_client, "c")
+    first.snapshot()
+    # Someone removed a view behind the fold's back: the store no longer matches.
+    uid = next(iter(first.written))
+    redis_client.hdel(store.pods_key("c"), uid)
+    counts = _written_counts(monkeypatch)
+    Folder(redis_client, "c", FoldSettings(block_ms=1)).restore()
+    assert sum(counts) == len(first.written)
+    assert uid in store.pod_views(redis_client, "c")
+    # A snapshot taken with changes not yet flushed is never trusted either.
+    first.dirty.add(uid)
+    first.snapshot()
+    counts.clear()
+    Folder(redis_client, "c", FoldSettings(block_ms=1)).restore()
+    assert sum(counts) == len(first.written)
