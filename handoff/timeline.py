@@ -946,8 +946,9 @@ def fold(
                 apply(event)
         else:
             for event in events:
-                if event.time() <= until:
-                    apply(event)
+                if event.time() > until:
+                    continue
+                apply(event)
     return timeline
 
 
