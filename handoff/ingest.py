@@ -144,6 +144,9 @@ class Folder:
                 if pod.milestones[DELETED] is not None
             ]
             heapq.heapify(self.deletions)
+            # Judged again as a continuing fold's sweep would: time, and the tail's node
+            # changes, move these without an event of their own.
+            self.dirty |= self.timed
             self.flush()
             return
         # The store may hold views of pods this state no longer has (dropped, forgotten).
