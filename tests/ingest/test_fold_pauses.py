@@ -6,11 +6,13 @@ state between flushes."""
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import time
 from pathlib import Path
 
 import msgspec
+import orjson
 import pytest
 
 from handoff import store
@@ -186,3 +188,35 @@ def test_after_a_crash_every_view_is_rewritten(redis_client, monkeypatch):
     counts.clear()
     Folder(redis_client, "c", FoldSettings(block_ms=1)).restore()
     assert sum(counts) == len(first.written)
+
+
+def _node_lines(path: Path) -> tuple[list[bytes], list[bytes]]:
+    """The trace's lines up to its first Node change after the nodes were added, and the
+    Node changes after that."""
+    lines = [event.raw for event in TraceReader(path)]
+    changes = [i for i, raw in enumerate(lines) if b'"MODIFIED"' in raw and b'"Node"' in raw]
+    first = changes[0]
+    return lines[:first], [lines[i] for i in changes]
+
+
+def test_node_changes_reach_the_nodes_summary_at_most_once_a_second(redis_client, monkeypatch):
+    before, node_changes = _node_lines(TRACES / "node-lost.jsonl")
+    store.append(redis_client, "c", before)
+    folder = fold_all(redis_client, "c")
+    assert orjson.loads(store.fold_state(redis_client, "c")["nodes_json"])["worker-3"]["ready"]
+    clock = [1000.0]
+    folder.clock = lambda: clock[0]
+    folder.last_flush = folder.nodes_written = clock[0]
+    rebuilt = []
+    real = folder._nodes
+    monkeypatch.setattr(folder, "_nodes", lambda: rebuilt.append(clock[0]) or real())
+    for raw in node_changes:  # node-only changes, no pod changed: a flush still comes
+        store.append(redis_client, "c", [raw])
+        clock[0] += 0.3
+        folder.step()
+    clock[0] += 1.0
+    folder.step()
+    assert rebuilt  # the node's new state was written without any pod changing
+    assert all(b - a >= 1.0 for a, b in itertools.pairwise(rebuilt))
+    nodes = orjson.loads(store.fold_state(redis_client, "c")["nodes_json"])
+    assert nodes["worker-3"]["ready"] != "True"
