@@ -56,11 +56,18 @@ local function newer(a, b)
   return am > bm or (am == bm and as > bs)
 end
 local current = redis.call('hget', KEYS[2], 'snapshot')
-if current and newer(current, ARGV[2]) then return 0 end
-redis.call('set', KEYS[1], ARGV[1])
-redis.call('hset', KEYS[2], 'snapshot', ARGV[2])
+if current and newer(current, ARGV[1]) then
+  redis.call('del', KEYS[3])
+  return 0
+end
+redis.call('rename', KEYS[3], KEYS[1])
+redis.call('hset', KEYS[2], 'snapshot', ARGV[1])
 return 1
 """
+# The blob goes to Redis in pieces of this many bytes (APPENDs to a scratch key, renamed
+# at the end): one SET of 100 MB would hold every other client up while Redis copies it.
+SNAPSHOT_PIECE = 1 << 20
+SCRATCH_TTL = 600  # seconds a scratch key of an interrupted save lingers
 
 
 class Snapshot(msgspec.Struct):
@@ -454,6 +461,7 @@ class Folder:
             try:
                 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGURG):
                     signal.signal(sig, signal.SIG_DFL)
+                os.nice(19)  # the live path in the parent comes first
                 pool = copy.copy(self.client.connection_pool)
                 pool.reset()  # the parent's sockets stay the parent's
                 client = redis.Redis(connection_pool=pool)
@@ -516,8 +524,16 @@ def _unparsed(response: Any, **_: Any) -> Any:
 
 def _save_snapshot(client: redis.Redis, cluster: str, blob: bytes, cursor: str) -> bool:
     """Store a snapshot covering the stream up to ``cursor``, unless a newer one is there."""
-    keys = [store.snapshot_key(cluster), store.fold_key(cluster)]
-    return bool(client.eval(SAVE_SNAPSHOT, 2, *keys, blob, cursor))
+    scratch = f"{store.snapshot_key(cluster)}:saving:{os.getpid()}"
+    client.delete(scratch)
+    view = memoryview(blob)
+    for start in range(0, max(1, len(blob)), SNAPSHOT_PIECE):
+        pipe = client.pipeline(transaction=False)
+        pipe.append(scratch, view[start : start + SNAPSHOT_PIECE].tobytes())
+        pipe.expire(scratch, SCRATCH_TTL)
+        pipe.execute()
+    keys = [store.snapshot_key(cluster), store.fold_key(cluster), scratch]
+    return bool(client.eval(SAVE_SNAPSHOT, 3, *keys, cursor))
 
 
 def _event(raw: bytes) -> WatchEvent | None:
