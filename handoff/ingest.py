@@ -168,13 +168,22 @@ class Folder:
         self.flush(removed=sorted(stale))
 
     def _store_matches(self, written: dict[str, tuple[str, str, str]]) -> bool:
-        """The views hash holds a view for each pod of the snapshot, and no other."""
-        return self.client.hlen(store.pods_key(self.cluster)) == len(written)
+        """Nothing was flushed after the snapshot (by a worker that then died), and the
+        views hash holds a view for each pod of the snapshot, and no other."""
+        return self.clean_at(self.loaded_cursor) and self.client.hlen(
+            store.pods_key(self.cluster)
+        ) == len(written)
+
+    def clean_at(self, cursor: str | None) -> bool:
+        """The stored snapshot and the last flush both cover the stream up to ``cursor``."""
+        state = store.fold_state(self.client, self.cluster)
+        return cursor is not None and state.get("snapshot") == cursor == state.get("cursor")
 
     def load(self) -> dict[str, tuple[str, str, str]] | None:
         """The timeline as of the stream's end: the snapshot plus the entries after it.
         Returns what the stored views were written from, if the snapshot says."""
         written = None
+        self.loaded_cursor: str | None = None
         raw = self.client.get(store.snapshot_key(self.cluster))
         if raw is not None:
             # Data only (MessagePack), never pickle: whoever can write to Redis must
@@ -185,7 +194,7 @@ class Folder:
                     raise ValueError(f"snapshot version {saved.version}")
                 self.timeline = load_state(saved.timeline)
                 self.blind, self.cursor = saved.blind, saved.cursor
-                written = saved.written
+                written, self.loaded_cursor = saved.written, saved.cursor
             except (ValueError, msgspec.DecodeError) as exc:
                 log.warning(
                     "%s: snapshot unreadable (%s), folding the whole stream", self.cluster, exc

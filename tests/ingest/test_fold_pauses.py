@@ -220,3 +220,38 @@ def test_node_changes_reach_the_nodes_summary_at_most_once_a_second(redis_client
     assert all(b - a >= 1.0 for a, b in itertools.pairwise(rebuilt))
     nodes = orjson.loads(store.fold_state(redis_client, "c")["nodes_json"])
     assert nodes["worker-3"]["ready"] != "True"
+
+
+def test_a_flush_after_the_snapshot_means_the_views_are_not_the_snapshots(
+    redis_client, monkeypatch
+):
+    replay(redis_client, "c", TRACES / "node-lost.jsonl")
+    first = fold_all(redis_client, "c")
+    first.snapshot()
+    # A successor folded and flushed past the snapshot, then died before its own.
+    redis_client.hset(store.fold_key("c"), "cursor", "99999999999999-0")
+    counts = _written_counts(monkeypatch)
+    Folder(redis_client, "c", FoldSettings(block_ms=1)).restore()
+    assert sum(counts) == len(first.written)
+
+
+def test_the_next_window_in_the_same_process_takes_the_fold_worker_over(redis_client):
+    from handoff import tasks
+
+    replay(redis_client, "c", TRACES / "node-lost.jsonl")
+    folder = fold_all(redis_client, "c")
+    folder.snapshot()  # a window ended cleanly
+    tasks._warm["c"] = folder
+    assert tasks._take_over(redis_client, "c", None) is folder
+    assert tasks._warm == {}
+    # Someone folded meanwhile: the kept worker is stale, the snapshot is restored.
+    tasks._warm["c"] = folder
+    redis_client.hset(store.fold_key("c"), "cursor", "99999999999999-0")
+    successor = tasks._take_over(redis_client, "c", None)
+    assert successor is not folder
+    assert set(successor.timeline.pods) == set(folder.timeline.pods)
+    # A process keeps one: another cluster's fold drops it.
+    tasks._warm["c"] = folder
+    replay(redis_client, "other", TRACES / "failed.jsonl")
+    tasks._take_over(redis_client, "other", None)
+    assert tasks._warm == {}
