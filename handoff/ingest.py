@@ -225,10 +225,12 @@ class Folder:
         once). With changes to flush it sleeps until their flush is due, then takes what
         arrived meanwhile without waiting, so that goes out in the same flush: a blocked
         XREAD ends only on the Redis server's clock tick (every 100 ms at the default hz
-        10), which would hold the flush back.
+        10), which would hold the flush back. While behind (the last read came back
+        full) it does not sleep at all.
         """
         if self.dirty:
-            self._sleep_until_flush()
+            if not self.behind:  # behind, it folds on until the flush is due
+                self._sleep_until_flush()
             entries = self._read(block=None)
         else:
             entries = self._read(block=self.settings.block_ms)

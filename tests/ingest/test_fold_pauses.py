@@ -255,3 +255,20 @@ def test_the_next_window_in_the_same_process_takes_the_fold_worker_over(redis_cl
     replay(redis_client, "other", TRACES / "failed.jsonl")
     tasks._take_over(redis_client, "other", None)
     assert tasks._warm == {}
+
+
+def test_a_fold_behind_the_stream_never_sleeps(redis_client, monkeypatch):
+    import handoff.ingest as ingest
+
+    replay(redis_client, "c", TRACES / "node-lost.jsonl")
+    folder = Folder(redis_client, "c", FoldSettings(block_ms=50, batch=5))
+    slept: list[float] = []
+    monkeypatch.setattr(ingest.time, "sleep", slept.append)
+    counts = []
+    while (count := folder.step()) == 5:  # every read full: behind
+        counts.append(count)
+    assert len(counts) >= 3
+    assert slept == []
+    # Caught up with changes to flush: now it waits for their flush instead of polling.
+    folder.step()
+    assert slept
