@@ -298,6 +298,9 @@ class Folder:
             self.cursor = entry_id
         if nodes_dirty:
             self.nodes_dirty = True
+        if self.timeline.merged:  # their views go at the next flush
+            dirty.update(self.timeline.merged)
+            self.timeline.merged.clear()
         if entries:
             self.applied_at = self.clock()
             self.events += len(entries)
@@ -340,12 +343,15 @@ class Folder:
         now = self.now()
         pods = self.timeline.pods
         views = {}
+        removed = list(removed or ())
         for uid in self.dirty:
             pod = pods.get(uid)
             if pod is not None and not uid.startswith("name:"):
                 view = self.view(pod, now)
                 views[uid] = (view, pod.last_change)
                 self._track(uid, view["verdict"], pod.milestones[DELETED])
+            elif pod is None and uid in self.written:
+                removed.append(uid)  # merged into another pod since it was written
         self.dirty = set()
         for uid in removed or ():
             self.timed.discard(uid)

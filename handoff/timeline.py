@@ -306,6 +306,9 @@ class Timeline:
         # The kubelet's events about a static pod name its config hash as the uid,
         # not the mirror pod's: hash -> mirror pod uid.
         self.aliases: dict[str, str] = {}
+        # Entries merged into another pod (a static pod's config hash into its mirror
+        # pod), for a reader that stored them to forget them; it clears the list.
+        self.merged: list[str] = []
         self.placeholders = 0  # pods known only by name from their events
         self.nodes: dict[str, NodeState] = {}
         # Whether any Node object was watched: without that, a node's absence
@@ -431,6 +434,7 @@ class Timeline:
                 earlier = self.pods.get(alias)
                 if earlier is not None and not earlier.flags & HAS_OBJECT:
                     del self.pods[alias]
+                    self.merged.append(alias)
                     _merge_events(pod, earlier)
 
     def _read_pod(

@@ -18,8 +18,9 @@ import pytest
 from handoff import store
 from handoff.gcpause import Tenure
 from handoff.ingest import TIME_BASED, Folder, FoldSettings, Snapshot, _save_snapshot
+from handoff.sim import Options, find_scenario, run
 from handoff.sources.trace import replay
-from handoff.timeline import DELETED
+from handoff.timeline import DELETED, fold_file
 from handoff.trace import TraceReader
 
 from .helpers import fold_all
@@ -272,3 +273,35 @@ def test_a_fold_behind_the_stream_never_sleeps(redis_client, monkeypatch):
     # Caught up with changes to flush: now it waits for their flush instead of polling.
     folder.step()
     assert slept
+
+
+def test_a_pod_merged_into_another_loses_its_stored_view_at_once(redis_client, tmp_path):
+    """The kubelet's events about a static pod name its config hash; a view written for
+    that uid before the mirror pod arrived must go when the two are merged, not wait for
+    a restore (which a clean hand-over no longer does)."""
+    recorded = tmp_path / "manual.jsonl"
+    run(find_scenario("manual-scheduling", None), Options(seed=3), record=recorded)  # type: ignore[arg-type]
+    # The events watch ahead of the pods watch: the kubelet's events about static pods
+    # (by config hash) come before their mirror pods.
+    lines = recorded.read_bytes().splitlines(keepends=True)
+    ahead = [
+        line
+        for line in lines
+        if b'"kind":"Event"' in line
+        and "-" not in orjson.loads(line)["object"].get("involvedObject", {}).get("uid", "-")
+    ]
+    assert ahead
+    trace = tmp_path / "raced.jsonl"
+    trace.write_bytes(b"".join(lines[:1] + ahead + [x for x in lines[1:] if x not in ahead]))
+    replay(redis_client, "c", trace)
+    folder = Folder(redis_client, "c", FoldSettings(block_ms=1, batch=5))
+    hashes = set()
+    while folder.step():
+        folder.flush()  # what each batch changed stored before the next
+        hashes |= {uid for uid in folder.written if "-" not in uid}
+    folder.flush()
+    assert hashes, "the kubelet's events named static pods by their config hash"
+    timeline, _ = fold_file(trace)
+    offline = {uid for uid in timeline.pods if not uid.startswith("name:")}
+    assert set(store.pod_views(redis_client, "c")) == offline
+    assert not hashes & set(folder.written)
