@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -10,6 +13,8 @@ import pytest
 
 from handoff.sim import Options, find_scenario, run
 from handoff.timeline import fold_trace
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _record(tmp_path: Path, name: str, seed: int = 1, **opts: object) -> Path:
@@ -103,6 +108,29 @@ def test_the_simulate_command_records_a_trace(tmp_path: Path) -> None:
     )
     head = gzip.decompress(out.read_bytes()).splitlines()[0]
     assert orjson.loads(head)["source"] == "simulator:manual-scheduling:seed=2"
+
+
+def test_from_the_command_line_the_trace_is_complete_before_the_fast_exit(tmp_path: Path) -> None:
+    """``simulate`` ends its process without tearing the cluster down: every line must be
+    written (and the gzip trailer too) first, and the exit status must still be 0."""
+    argv = ["--scenario", "manual-scheduling", "--seed", "2", "--duration", "200"]
+    cli = tmp_path / "cli.jsonl.gz"
+    done = subprocess.run(
+        [sys.executable, "manage.py", "simulate", *argv, "--record", str(cli)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"trace written to {cli}" in done.stdout
+    from django.core.management import call_command
+
+    here = tmp_path / "here.jsonl.gz"
+    call_command("simulate", *argv, "--record", str(here))
+    assert gzip.decompress(cli.read_bytes()) == gzip.decompress(here.read_bytes())
+    assert gc.isenabled()
 
 
 def test_steady_shows_a_healthy_cluster_with_a_few_failures(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -17,6 +18,22 @@ from handoff.sim.runner import serve
 
 class Command(BaseCommand):
     help = "Run a simulated cluster (scheduler, kubelets, PodGC, node lifecycle) and record it."
+
+    # Set when run from the command line: the process ends with the command.
+    exiting = False
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        """From the command line, end the process as soon as the trace is closed.
+
+        Tearing down a big simulated cluster object by object (a gigabyte of dicts at
+        5,000 nodes and 150,000 pods) takes longer than building it; the operating system
+        reclaims the memory at once. Everything is written and closed before this point.
+        """
+        self.exiting = True
+        super().run_from_argv(argv)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
     def add_arguments(self, parser: CommandParser) -> None:
         where = parser.add_mutually_exclusive_group()
@@ -85,14 +102,17 @@ class Command(BaseCommand):
             return
         if options["faults"]:
             raise CommandError("--faults needs --serve: faults are injected into HTTP requests")
-        _, stats = run(
+        cluster, stats = run(
             scenario,
             opts,
             record=options["record"],
             speed=parse_speed(speed_text),
             events_group=options["events_api"],
             progress=None if options["record"] else self._progress,
+            reclaim=not self.exiting,
         )
+        if self.exiting:
+            self.cluster = cluster  # freed by the process's exit, not object by object
         self.stdout.write(stats.describe())
         if options["record"]:
             self.stdout.write(f"trace written to {options['record']}")
