@@ -26,6 +26,7 @@ from handoff.sim.objects import (
 
 # The k8s name-generator alphabet: no vowels, no confusable digits.
 ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+TERMINAL = ("Succeeded", "Failed")
 NAMESPACED = {
     "pods": True,
     "events": True,
@@ -136,6 +137,8 @@ class APIServer:
         self.event_ttl = event_ttl
         self.stores = {name: Store() for name in KINDS}
         self.pods_by_node: dict[str, dict[tuple[str, str], Obj]] = {}
+        # Stored pods in phase Succeeded or Failed: PodGC lists them only past its threshold.
+        self.terminal_pods = 0
         self.node_subs: dict[str, list[Subscription]] = {}
         self.leases: dict[str, float] = {}
         self._event_expiry: deque[tuple[float, tuple[str, str]]] = deque()
@@ -295,6 +298,8 @@ class APIServer:
             node_name = new["spec"].get("nodeName")
             if node_name:
                 self.pods_by_node.setdefault(node_name, {})[key] = new
+            if new["status"].get("phase") in TERMINAL:
+                self.terminal_pods += 1
         elif resource == "events":
             self._event_expiry.append((now + self.event_ttl, key))
         self._emit(resource, "ADDED", new)
@@ -315,6 +320,8 @@ class APIServer:
             node_name = obj["spec"].get("nodeName")
             if node_name:
                 self.pods_by_node.setdefault(node_name, {})[key] = obj
+            if obj["status"].get("phase") in TERMINAL:
+                self.terminal_pods += 1
         # Watches cannot start before it: what happened earlier is compacted away.
         self.stores[resource].compacted = self.rv
         return obj
@@ -344,6 +351,9 @@ class APIServer:
             node_name = new["spec"].get("nodeName")
             if node_name:
                 self.pods_by_node.setdefault(node_name, {})[key] = new
+            self.terminal_pods += (new["status"].get("phase") in TERMINAL) - (
+                old["status"].get("phase") in TERMINAL
+            )
         self._emit(resource, "MODIFIED", new, old)
         return new
 
@@ -418,6 +428,8 @@ class APIServer:
                 on_node = self.pods_by_node.get(node_name)
                 if on_node is not None:
                     on_node.pop(key, None)
+            if old is not None and old["status"].get("phase") in TERMINAL:
+                self.terminal_pods -= 1
         self._emit(resource, "DELETED", final, old)
         return final
 

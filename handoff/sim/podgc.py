@@ -35,7 +35,7 @@ class PodGC:
         self.gc_orphaned()
 
     def gc_terminated(self) -> None:
-        if self.terminated_threshold <= 0:
+        if self.terminated_threshold <= 0 or self.api.terminal_pods <= self.terminated_threshold:
             return
         objects = self.api.stores["pods"].objects
         terminated = [

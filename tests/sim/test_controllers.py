@@ -41,6 +41,27 @@ def test_podgc_can_behave_like_older_controller_managers_without_the_condition()
     assert condition(final, "DisruptionTarget") is None
 
 
+def test_podgc_deletes_the_oldest_terminated_pods_past_its_threshold() -> None:
+    cluster = small_cluster()
+    cluster.podgc.terminated_threshold = 3
+    api = cluster.api
+    cap = Capture(cluster)
+    for i in range(5):
+        cluster.create_pod(nginx(f"done-{i}"))
+        current = api.get("pods", "default", f"done-{i}")
+        phase = "Succeeded" if i % 2 else "Failed"
+        api.update("pods", {**current, "status": {**current["status"], "phase": phase}})
+        cap.run(1.5)
+    cluster.create_pod(nginx("waiting"))
+    assert api.terminal_pods == 5
+    cap.run(25)
+    left = sorted(name for _, name in api.stores["pods"].objects)
+    assert left == ["done-2", "done-3", "done-4", "waiting"]
+    assert api.terminal_pods == 3
+    api.delete("pods", "default", "done-3")
+    assert api.terminal_pods == 2
+
+
 def test_node_lifecycle_marks_a_silent_node_unknown_and_evicts_after_300s() -> None:
     cluster = small_cluster()
     cluster.add_node("n1")
