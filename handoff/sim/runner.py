@@ -257,10 +257,12 @@ def serve(
     record: str | Path | None = None,
     events_group: str = "v1",
     faults: list[Fault] | None = None,
+    paused: bool = False,
 ) -> tuple[SimServer, Recording, TraceWriter | None]:
     """Build the scenario and serve it over HTTP; the caller stops it with ``server.stop()``.
 
-    ``faults`` are armed before the first request (see ``handoff.sim.faults``)."""
+    ``faults`` are armed before the first request (see ``handoff.sim.faults``); ``paused``
+    holds virtual time at 0 until ``server.resume()`` (or ``POST /_sim/clock``)."""
     from handoff.sim.server import SimServer
 
     host, _, port = address.rpartition(":")
@@ -279,7 +281,12 @@ def serve(
     recording = Recording(cluster.api, sink, events_group=events_group)
     recording.start()
     server = SimServer(
-        cluster, host or "127.0.0.1", int(port or 0), speed=speed, duration=options.duration
+        cluster,
+        host or "127.0.0.1",
+        int(port or 0),
+        speed=speed,
+        duration=options.duration,
+        paused=paused,
     )
     if faults:
         server.faults.arm(faults)

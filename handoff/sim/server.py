@@ -4,6 +4,9 @@ Discovery (/version, /api, /apis), list and watch of pods, nodes and events (cor
 events.k8s.io/v1), get/create/delete of pods. The simulation runs in its own thread, paced
 against the wall clock; every request takes the same lock, so handlers see a consistent
 store. Watches are fed by store subscriptions through a queue per connection.
+
+The clock can be paused (``/_sim/clock``): virtual time holds, the API keeps answering, and
+on resume pacing goes on from where it stopped.
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ class SimServer:
         speed: float = 1.0,
         bookmark_every: float = 60.0,
         duration: float | None = None,
+        paused: bool = False,
     ) -> None:
         self.cluster = cluster
         self.api: APIServer = cluster.api
@@ -111,6 +115,11 @@ class SimServer:
         self.cluster.loop.every(bookmark_every, self._bookmark)
         self._threads: list[threading.Thread] = []
         self.faults = FaultInjector(lambda: self.cluster.loop.elapsed, self.compact)
+        # The pacing origin: virtual ``_virtual0`` was at monotonic ``_wall0``. Both are
+        # re-anchored on resume, so a pause is not made up for by a jump. Under ``lock``.
+        self._running = not paused
+        self._wall0 = time.monotonic()
+        self._virtual0 = cluster.loop.elapsed
 
     @property
     def address(self) -> str:
@@ -132,16 +141,54 @@ class SimServer:
                 watcher.events.put(None)
 
     def _simulate(self) -> None:
-        """Advance virtual time in step with the wall clock (times ``speed``)."""
+        """Advance virtual time in step with the wall clock (times ``speed``), unless paused.
+
+        The running flag is read under the lock that ``pause`` takes, so once ``pause``
+        returns no callback runs and virtual time holds exactly."""
         loop = self.cluster.loop
-        wall0, virtual0 = time.monotonic(), loop.elapsed
+        with self.lock:
+            self._anchor()
         while not self.stopping.is_set():
-            target = virtual0 + (time.monotonic() - wall0) * self.speed
-            if self.duration is not None:
-                target = min(target, self.duration)
             with self.lock:
-                loop.run(until=target)
+                if self._running:
+                    target = self._virtual0 + (time.monotonic() - self._wall0) * self.speed
+                    if self.duration is not None:
+                        target = min(target, self.duration)
+                    loop.run(until=target)
             self.stopping.wait(0.01)
+
+    def _anchor(self) -> None:
+        """Pace from here: virtual time now is where the loop stands."""
+        self._wall0, self._virtual0 = time.monotonic(), self.cluster.loop.elapsed
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def pause(self) -> dict[str, Any]:
+        """Hold virtual time where it is (the API keeps answering); returns the clock."""
+        with self.lock:
+            self._running = False
+            return self.clock()
+
+    def resume(self) -> dict[str, Any]:
+        """Let virtual time run again from where it was held; returns the clock."""
+        with self.lock:
+            if not self._running:
+                self._anchor()
+                self._running = True
+            return self.clock()
+
+    def clock(self) -> dict[str, Any]:
+        """What ``GET /_sim/clock`` answers: running or paused, virtual seconds since the
+        start (the time faults' ``at`` counts in), the speed and the duration."""
+        with self.lock:
+            return {
+                "running": self._running,
+                "elapsed": self.cluster.loop.elapsed,
+                "speed": self.speed,
+                "duration": self.duration,
+            }
 
     def compact(self, resource: str) -> int:
         """Drop the history of ``resource`` (``*``: all) up to now, as an etcd compaction
@@ -532,6 +579,9 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
                 if url.path.rstrip("/") == FAULTS_PATH:
                     self._fault_endpoint()
                     return
+                if url.path.rstrip("/") == CLOCK_PATH:
+                    self._clock_endpoint()
+                    return
                 self._fault = self._meet_fault(url.path, params)
                 fn(url.path, params)
             except ApiError as err:
@@ -583,6 +633,30 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
                 self._json(200, server.faults.state())
             else:
                 raise ApiError(405, "MethodNotAllowed", f"{self.command} {FAULTS_PATH}")
+
+        def _clock_endpoint(self) -> None:
+            """GET: the clock; POST {"running": true|false}: resume or pause it."""
+            if self.command == "GET":
+                self._json(200, server.clock())
+            elif self.command == "POST":
+                body = self._body()
+                unknown = sorted(set(body) - {"running"})
+                if unknown:
+                    raise ApiError(
+                        400, "BadRequest", f"unknown clock field(s): {', '.join(unknown)}"
+                    )
+                running = body.get("running")
+                if not isinstance(running, bool):
+                    raise ApiError(
+                        400,
+                        "BadRequest",
+                        f"running must be true or false, not {orjson.dumps(running).decode()}"
+                        if "running" in body
+                        else "running is required (true to run the clock, false to pause it)",
+                    )
+                self._json(200, server.resume() if running else server.pause())
+            else:
+                raise ApiError(405, "MethodNotAllowed", f"{self.command} {CLOCK_PATH}")
 
         def _raw_json(self) -> Any:
             length = int(self.headers.get("Content-Length") or 0)
@@ -825,6 +899,7 @@ def _handler_for(server: SimServer) -> type[BaseHTTPRequestHandler]:
 
 
 FAULTS_PATH = "/_sim/faults"
+CLOCK_PATH = "/_sim/clock"
 UPDATABLE = ("pods", "nodes", "deployments")
 ERROR_STATUS = {
     500: ("InternalError", "Internal error occurred: injected by the simulator"),

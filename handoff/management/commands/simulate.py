@@ -74,6 +74,12 @@ class Command(BaseCommand):
             "'cut-watch:resource=pods:count=2,throttle:retry_after=3'; see docs/simulator.md)",
         )
         parser.add_argument(
+            "--paused",
+            action="store_true",
+            help="with --serve: start with the clock paused (virtual time 0) until "
+            'POST /_sim/clock {"running": true}',
+        )
+        parser.add_argument(
             "--events-api",
             choices=("v1", "events.k8s.io/v1"),
             default="v1",
@@ -102,6 +108,11 @@ class Command(BaseCommand):
             return
         if options["faults"]:
             raise CommandError("--faults needs --serve: faults are injected into HTTP requests")
+        if options["paused"]:
+            raise CommandError(
+                "--paused needs --serve: only a served cluster's clock can be resumed "
+                "(POST /_sim/clock)"
+            )
         cluster, stats = run(
             scenario,
             opts,
@@ -132,7 +143,8 @@ class Command(BaseCommand):
                 faults = load_faults(options["faults"])
             except (OSError, ValueError) as exc:
                 raise CommandError(f"--faults: {exc}") from exc
-        # Live: virtual time starts now, so ages in kubectl and the dashboard make sense.
+        # Live: virtual time starts now, so ages in kubectl and the dashboard make sense
+        # (with --paused they lag the wall clock by as long as the clock was held).
         opts.start = float(int(time.time()))
         try:
             server, recording, writer = serve(
@@ -144,11 +156,17 @@ class Command(BaseCommand):
                 record=options["record"],
                 events_group=options["events_api"],
                 faults=faults,
+                paused=options["paused"],
             )
         except OSError as exc:
             raise CommandError(f"cannot listen on {options['serve']}: {exc}") from exc
         self.stdout.write(f"serving {scenario.name} at {server.address}")
         self.stdout.write(f"kubeconfig: {options['kubeconfig']}")
+        if options["paused"]:
+            self.stdout.write(
+                "paused at virtual time 0; start the clock with: "
+                f"curl -d '{{\"running\": true}}' {server.address}/_sim/clock"
+            )
         sys.stdout.flush()
         try:
             while not server.stopping.wait(0.5):
