@@ -13,7 +13,6 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -24,7 +23,6 @@ from kubernetes import client as k8s
 from handoff import store
 from handoff.report import build_report
 from handoff.sim import Options, find_scenario, run
-from handoff.sim.runner import serve
 from handoff.sim.server import SimServer
 from handoff.sources.base import WatchSettings
 from handoff.sources.kube import KubeSource, client_for
@@ -38,24 +36,6 @@ from .helpers import fold_all
 pytestmark = pytest.mark.django_db(transaction=True)
 RESOURCES = ("pods", "nodes", "events")
 SETTINGS = WatchSettings(server_timeout=1, read_timeout=5, lease_ttl=3, backoff_base=0.2)
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[SimServer, Path]]:
-    recording = tmp_path / "sim.jsonl"
-    options = Options(seed=3, duration=180, start=float(int(time.time())))
-    server, rec, writer = serve(
-        find_scenario("manual-scheduling", None),
-        options,
-        "127.0.0.1:0",
-        speed=20,
-        record=recording,
-    )
-    yield server, recording
-    server.stop()
-    with server.lock:
-        rec.drain()
-        writer.close()
 
 
 def _source(server: SimServer) -> KubeSource:

@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from kubernetes import client as k8s
 
 from handoff import store
-from handoff.sim import Options, find_scenario
-from handoff.sim.runner import serve
 from handoff.sim.server import SimServer
 from handoff.sources.base import WatchSettings
 from handoff.sources.kube import KubeSource
@@ -23,24 +18,6 @@ from handoff.sources.watching import watch_step
 from .helpers import everything_in, fold_all
 
 SETTINGS = WatchSettings(server_timeout=1, read_timeout=5, lease_ttl=3)
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[SimServer, Path]]:
-    recording = tmp_path / "sim.jsonl"
-    options = Options(seed=3, duration=180, start=float(int(time.time())))
-    server, rec, writer = serve(
-        find_scenario("manual-scheduling", None),
-        options,
-        "127.0.0.1:0",
-        speed=20,
-        record=recording,
-    )
-    yield server, recording
-    server.stop()
-    with server.lock:
-        rec.drain()
-        writer.close()
 
 
 def _source(server: SimServer) -> KubeSource:
