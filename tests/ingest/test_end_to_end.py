@@ -1,9 +1,11 @@
 """The whole path with real processes: `simulate --serve` watched through the kubernetes
 client by Celery workers (leases, beat's supervisor, hand-overs), folded into Redis.
 
-The fold in Redis must judge every pod as the offline triage of the simulator's own
-recording does; `record` of the cluster's stream, triaged offline and replayed into
-another cluster, must give the very same timelines.
+The simulator starts paused and its clock is started once every watch has listed, so the
+watchers see every pod from its creation however loaded the machine is. The fold in Redis
+must judge every pod as the offline triage of the simulator's own recording does; `record`
+of the cluster's stream, triaged offline and replayed into another cluster, must give the
+very same timelines.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from __future__ import annotations
 import io
 import os
 import signal
+import subprocess
 import sys
 import time
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -31,6 +36,7 @@ from .helpers import fold_all, register, stable
 SPEED = 10
 DURATION = 180  # virtual seconds of manual-scheduling: 18 s of wall time at SPEED
 STREAMS = ("pods", "nodes", "events", "fold")
+WATCHED = ("pods", "nodes", "events")
 
 
 @pytest.fixture
@@ -46,19 +52,44 @@ def fast_hand_overs(monkeypatch):
         monkeypatch.setenv(name, value)
 
 
+@dataclass
+class Simulator:
+    proc: subprocess.Popen
+    recording: Path
+    address: str
+    started: float | None = None  # time.monotonic() when its clock started: virtual t=0
+
+    def start_clock(self, client) -> None:
+        """Once every stream is held and each watch has its first list (all of virtual
+        time 0), start the paused simulator's clock: however late the workers came, they
+        see every pod from its creation."""
+        wait_until(lambda: _all_held(client), 60, "every stream to be held")
+        wait_until(lambda: _all_listed(client), 60, "every watch's first list")
+        assert self.clock(b'{"running": true}')["running"] is True
+        self.started = time.monotonic()
+
+    def clock(self, body: bytes | None = None) -> dict:
+        """GET (or with ``body`` POST) the simulator's /_sim/clock."""
+        request = urllib.request.Request(f"{self.address}/_sim/clock", data=body)
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return orjson.loads(answer.read())
+
+
 @pytest.fixture
 def simulator(tmp_path: Path, redis_client):
+    """manual-scheduling served with its clock paused; the test starts it."""
     kubeconfig = tmp_path / "kubeconfig"
     recording = tmp_path / "sim.jsonl"
+    port = free_port()
     argv = [sys.executable, "manage.py", "simulate", "--scenario", "manual-scheduling"]
     argv += ["--seed", "3", "--speed", str(SPEED), "--duration", str(DURATION)]
-    argv += ["--serve", f"127.0.0.1:{free_port()}", "--kubeconfig", str(kubeconfig)]
+    argv += ["--serve", f"127.0.0.1:{port}", "--kubeconfig", str(kubeconfig), "--paused"]
     argv += ["--record", str(recording)]
     proc = spawn(argv, tmp_path / "simulator.log", python_env())
     wait_until(kubeconfig.exists, 30, "the simulator's kubeconfig")
-    started = time.monotonic()
     register(redis_client, "sim", "kubeconfig", kubeconfig=str(kubeconfig))
-    yield proc, recording, started
+    sim = Simulator(proc, recording, f"http://127.0.0.1:{port}")
+    yield sim
     if proc.poll() is None:
         stop(proc)
 
@@ -73,6 +104,10 @@ def _all_held(client) -> bool:
     return all(store.holder(client, "sim", s) for s in STREAMS)
 
 
+def _all_listed(client) -> bool:
+    return all(store.stream_state(client, "sim", r).get("rv") for r in WATCHED)
+
+
 def _settled(client) -> bool:
     """The stream has been quiet for a while and the fold has caught up with it."""
     last = client.xrevrange(store.events_key("sim"), count=1)
@@ -82,12 +117,14 @@ def _settled(client) -> bool:
     return quiet and store.fold_state(client, "sim").get("cursor") == last[0][0].decode()
 
 
-def _finish(simulator, client) -> dict:
-    proc, _, started = simulator
+def _finish(simulator: Simulator, client) -> dict:
+    started = simulator.started
+    assert started is not None, "the simulator's clock was never started"
     wait_until(lambda: time.monotonic() - started > DURATION / SPEED + 1, 60, "the run's end")
+    wait_until(lambda: simulator.clock()["elapsed"] >= DURATION, 30, "the virtual end")
     wait_until(lambda: _settled(client), 60, "the fold to catch up")
-    proc.send_signal(signal.SIGTERM)  # flushes the simulator's own recording
-    proc.wait(timeout=20)
+    simulator.proc.send_signal(signal.SIGTERM)  # flushes the simulator's own recording
+    simulator.proc.wait(timeout=20)
     return store.pod_views(client, "sim")
 
 
@@ -127,12 +164,12 @@ def test_it_ends_with_the_verdicts_of_the_simulators_recording(
     celery_worker(concurrency=5)
     beat = _beat(tmp_path)
     try:
-        wait_until(lambda: _all_held(redis_client), 30, "every stream to be held")
+        simulator.start_clock(redis_client)
         views = _finish(simulator, redis_client)
     finally:
         stop(beat)
     assert len(views) >= 15
-    assert _verdicts(views) == _verdicts(_offline(simulator[1]))
+    assert _verdicts(views) == _verdicts(_offline(simulator.recording))
     # Hand-overs happened: each watch ran more than one window.
     assert int(store.stream_state(redis_client, "sim", "pods")["events"]) > 0
 
@@ -158,7 +195,7 @@ def test_a_killed_worker_is_replaced_within_15_seconds(
     first = celery_worker(concurrency=5)
     beat = _beat(tmp_path)
     try:
-        wait_until(lambda: _all_held(redis_client), 30, "every stream to be held")
+        simulator.start_clock(redis_client)
         second = celery_worker(concurrency=5)
         time.sleep(1)
         dead = _group(first.pid)
@@ -178,7 +215,7 @@ def test_a_killed_worker_is_replaced_within_15_seconds(
         stop(beat)
     del second
     assert took < 15
-    assert _verdicts(views) == _verdicts(_offline(simulator[1]))
+    assert _verdicts(views) == _verdicts(_offline(simulator.recording))
     assert stable(_offline(_record(tmp_path))) == stable(views)
 
 
@@ -202,7 +239,7 @@ def test_a_worker_told_to_stop_hands_its_streams_over_at_once(
 
     for stream in STREAMS:
         start_stream("sim", stream)
-    wait_until(lambda: _all_held(redis_client), 30, "every stream to be held")
+    simulator.start_clock(redis_client)
     time.sleep(2)
     second = celery_worker(concurrency=5)
     dead = _group(first.pid)
@@ -221,4 +258,4 @@ def test_a_worker_told_to_stop_hands_its_streams_over_at_once(
     del second
     assert took < 10  # a lapsed lease would take 30 s
     assert exited < 20  # not the 300 s window
-    assert _verdicts(views) == _verdicts(_offline(simulator[1]))
+    assert _verdicts(views) == _verdicts(_offline(simulator.recording))
