@@ -29,6 +29,7 @@ from tests.conftest import python_env, spawn, stop, wait_until
 
 CLUSTER = "sim"
 STREAMS = ("pods", "nodes", "events", "fold")
+WATCHED = ("pods", "nodes", "events")
 # Short windows, leases and timeouts so hand-overs, stalls and take-overs fit in a test.
 FAST = {
     "HANDOFF_WATCH_WINDOW": "8",
@@ -63,6 +64,15 @@ class Run:
         with urllib.request.urlopen(f"{self.address}/_sim/faults", timeout=5) as answer:
             return orjson.loads(answer.read())
 
+    def clock(self, running: bool | None = None) -> dict[str, Any]:
+        """The simulator's clock; with ``running``, start or pause it first."""
+        import urllib.request
+
+        body = None if running is None else orjson.dumps({"running": running})
+        request = urllib.request.Request(f"{self.address}/_sim/clock", data=body)
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return orjson.loads(answer.read())
+
     @property
     def injected(self) -> dict[str, int]:
         """Faults injected so far, by kind (read from the saved answer once stopped)."""
@@ -83,8 +93,12 @@ def start(
     duration: float = 180,
     redis_url: str | None = None,
 ) -> Run:
-    """Workers and beat first (so the watchers list within a second of the simulator's
-    start and see every pod), then the served simulator, then the cluster's registration."""
+    """Workers and beat first (so beat has run and the heartbeat is fresh), then the served
+    simulator with its clock paused at virtual time 0, then the cluster's registration.
+    Once every stream is held and every watch has its first list, the clock starts and
+    ``started`` is taken: however late the watchers listed, they saw every pod. Faults
+    with ``at`` stay dormant until then; a fault that delays the first lists (a throttle
+    without ``at``) only delays the start."""
     env = python_env(HANDOFF_RUN_DIR=str(tmp), **FAST)
     if redis_url:
         env["REDIS_URL"] = redis_url
@@ -96,7 +110,7 @@ def start(
     port = free_port()
     argv = [sys.executable, "manage.py", "simulate", "--scenario", "manual-scheduling"]
     argv += ["--seed", "3", "--speed", str(speed), "--duration", str(duration)]
-    argv += ["--serve", f"127.0.0.1:{port}", "--kubeconfig", str(kubeconfig)]
+    argv += ["--serve", f"127.0.0.1:{port}", "--kubeconfig", str(kubeconfig), "--paused"]
     argv += ["--record", str(recording)]
     if faults:
         argv += ["--faults", orjson.dumps(faults).decode()]
@@ -112,13 +126,16 @@ def start(
         sim,
         f"http://127.0.0.1:{port}",
         recording,
-        time.monotonic(),
+        0.0,  # until the clock starts
         speed,
         duration,
         workers=workers,
         beat=beat,
     )
-    wait_until(lambda: all_held(run), 30, "every stream to be held")
+    wait_until(lambda: all_held(run), 60, "every stream to be held")
+    wait_until(lambda: all_listed(run), 60, "every watch's first list")
+    assert run.clock(running=True)["running"] is True
+    run.started = time.monotonic()
     return run
 
 
@@ -149,6 +166,11 @@ def all_held(run: Run) -> bool:
     return all(store.holder(run.client, CLUSTER, s) for s in STREAMS)
 
 
+def all_listed(run: Run) -> bool:
+    """Every watched resource has finished its first list (its stream has a version)."""
+    return all(run.stream(r).get("rv") for r in WATCHED)
+
+
 def settled(run: Run) -> bool:
     """The stream has been quiet for a while and the fold has caught up with it."""
     last = run.client.xrevrange(store.events_key(CLUSTER), count=1)
@@ -162,6 +184,7 @@ def finish(run: Run) -> dict[str, dict]:
     """Wait for the simulated run's end and the fold to catch up; stop the simulator."""
     wall = run.duration / run.speed
     wait_until(lambda: time.monotonic() - run.started > wall + 1, wall + 60, "the run's end")
+    wait_until(lambda: run.clock()["elapsed"] >= run.duration, 30, "the virtual end")
     wait_until(lambda: settled(run), 90, "the fold to catch up")
     run.last_faults = run.faults()
     run.final_streams = {r: run.stream(r) for r in STREAMS}
