@@ -50,11 +50,38 @@ def _parse_timestamp(text: Any) -> float | None:
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         value = moment.timestamp()
+        if len(text) == 27 and text[19] == "." and text[26] == "Z":  # see micro_time
+            if len(_SECONDS) >= _TIMES_MAX:
+                _SECONDS.clear()
+            _SECONDS[text[:19]] = int(moment.replace(microsecond=0).timestamp())
     if len(_TIMES) >= _TIMES_MAX:
         _TIMES.clear()
         _TIMES[None] = None
     _TIMES[text] = value
     return value
+
+
+# "YYYY-MM-DDTHH:MM:SS" -> epoch seconds, of the microsecond times parsed so far.
+_SECONDS: dict[str, int] = {}
+
+
+def micro_time(text: str | None) -> float | None:
+    """``timestamp`` of a time that is likely precise to the microsecond (an Event's
+    ``eventTime``). Such times rarely repeat, so caching them would only crowd the
+    cache; the common form ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` is read from its second
+    (cached) and its microseconds. The value is the one ``datetime.timestamp()`` gives:
+    whole microseconds over 10**6, correctly rounded, as Python's int division is."""
+    if (
+        text is not None
+        and len(text) == 27
+        and text[19] == "."
+        and text[26] == "Z"
+        and (second := _SECONDS.get(text[:19])) is not None
+        and (fraction := text[20:26]).isascii()
+        and fraction.isdigit()
+    ):
+        return (second * 1_000_000 + int(fraction)) / 1_000_000
+    return timestamp(text)
 
 
 def seen_at(observed: float, own: float | None) -> float:
@@ -97,15 +124,21 @@ def read_event(obj: KubeObject) -> EventFacts | None:
     if obj.apiVersion.startswith("events.k8s.io"):
         regarding = obj.regarding
         source = obj.deprecatedSource
-        first = timestamp(obj.eventTime) or timestamp(obj.deprecatedFirstTimestamp)
+        first = micro_time(obj.eventTime) or timestamp(obj.deprecatedFirstTimestamp)
         last_own = obj.deprecatedLastTimestamp
         count_own = obj.deprecatedCount
         component = obj.reportingController or (source.component if source else "")
         message = obj.note
-    else:
+    else:  # core/v1, the common case: timestamp() inlined
         regarding = obj.involvedObject
         source = obj.source
-        first = timestamp(obj.firstTimestamp) or timestamp(obj.eventTime)
+        text = obj.firstTimestamp
+        try:
+            first = _TIMES[text]
+        except KeyError:
+            first = _parse_timestamp(text)
+        if not first:
+            first = micro_time(obj.eventTime)
         last_own = obj.lastTimestamp
         count_own = obj.count
         component = (source.component if source else "") or obj.reportingComponent or ""
@@ -117,7 +150,10 @@ def read_event(obj: KubeObject) -> EventFacts | None:
         last = timestamp(series.lastObservedTime) or timestamp(last_own) or first
         count = series.count or count_own or 1
     else:
-        last = timestamp(last_own) or first
+        try:
+            last = _TIMES[last_own] or first
+        except KeyError:
+            last = _parse_timestamp(last_own) or first
         count = count_own or 1
     return EventFacts(
         meta.uid or f"{meta.namespace}/{meta.name}",
