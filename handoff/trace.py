@@ -17,7 +17,7 @@ import math
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -172,47 +172,79 @@ class TraceReader:
     def __iter__(self) -> Iterator[WatchEvent]:
         return self._read(self.source)
 
-    def _read(self, source: str | Path | IO[bytes] | Iterable[bytes]) -> Iterator[WatchEvent]:
+    def feed(self, handle: Callable[[float, str, KubeObject], object]) -> None:
+        """Read the whole trace, calling ``handle(at, type, object)`` for each event
+        iteration would yield, with the same checks and reports.
+
+        The fold's way in: no ``WatchEvent`` per line (the fold reads neither the
+        line nor its number) and no generator switch per line.
+        """
+        for _ in self._read(self.source, handle):
+            pass
+
+    def _read(
+        self,
+        source: str | Path | IO[bytes] | Iterable[bytes],
+        handle: Callable[[float, str, KubeObject], object] | None = None,
+    ) -> Iterator[WatchEvent]:
         """The hot loop: well-formed event lines decode straight into the schema,
         anything else goes through ``_parse_line``, which says what is wrong.
         One generator, opening (and closing) a path itself: a ``yield from``
-        layer costs a little on every line."""
+        layer costs a little on every line. With ``handle`` (``feed``), events
+        go to it instead and nothing is yielded."""
         opened = open_binary(source) if isinstance(source, str | Path) else None
         stream: Iterable[bytes] = source if opened is None else opened
         number = 0
         decode, kinds, types = LINE_DECODER.decode, self.kinds, WATCH_TYPES
         seconds = _SECONDS
+        # The second of the previous line ("YYYY-MM-DDTHH:MM:SS.", 20 characters) and
+        # its epoch seconds: consecutive lines mostly share it.
+        prefix, second = "\0", 0.0
         try:
             for number, raw in enumerate(stream, 1):
                 try:
                     line = decode(raw) if len(raw) <= MAX_LINE_BYTES else None
                 except (DecodeError, RecursionError):
                     line = None
-                if line is not None and line.object is not None and line.type in types:
-                    observed = line.observed
-                    # _fast_time's common case, inlined: one call less per line.
-                    if (
-                        observed is not None
-                        and len(observed) == 27
-                        and observed[19] == "."
-                        and observed[26] == "Z"
-                        and (second := seconds.get(observed[:19])) is not None
-                        and (fraction := observed[20:26]).isascii()
-                        and fraction.isdigit()
-                    ):
-                        at = second + float(fraction) / 1_000_000  # see _fast_time
+                if (
+                    line is None
+                    or (obj := line.object) is None
+                    or (type_ := line.type) not in types
+                ):
+                    event = self._parse_line(number, raw)
+                    if event is not None:
+                        if handle is not None:
+                            handle(event.time(), event.type, event.object)
+                        else:
+                            yield event
+                    continue
+                observed = line.observed
+                # _fast_time's common case, inlined: one call less per line.
+                if (
+                    observed is not None
+                    and observed.startswith(prefix)
+                    and len(observed) == 27
+                    and observed[26] == "Z"
+                    and (fraction := observed[20:26]).isascii()
+                    and fraction.isdigit()
+                ):
+                    at = second + float(fraction) / 1_000_000  # see _fast_time
+                else:
+                    at = _fast_time(observed) if observed is not None else None
+                    if at is not None and (cached := seconds.get(observed[:19])) is not None:
+                        prefix, second = f"{observed[:19]}.", cached
+                if at is not None and (kinds is None or obj.kind in kinds or type_ == "BOOKMARK"):
+                    if handle is not None:
+                        handle(at, type_, obj)
                     else:
-                        at = _fast_time(observed) if observed is not None else None
-                    if at is not None and (
-                        kinds is None or line.object.kind in kinds or line.type == "BOOKMARK"
-                    ):
-                        yield WatchEvent(
-                            observed, line.type, line.object, line.cluster, number, at, raw
-                        )
-                        continue
+                        yield WatchEvent(observed, type_, obj, line.cluster, number, at, raw)
+                    continue
                 event = self._parse_line(number, raw)
                 if event is not None:
-                    yield event
+                    if handle is not None:
+                        handle(event.time(), event.type, event.object)
+                    else:
+                        yield event
         except (EOFError, OSError, zlib.error) as exc:
             self.errors.append(LineError(number + 1, f"stream ended early: {exc}"))
         finally:
