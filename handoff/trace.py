@@ -207,38 +207,34 @@ class TraceReader:
                 except (DecodeError, RecursionError):
                     line = None
                 if (
-                    line is None
-                    or (obj := line.object) is None
-                    or (type_ := line.type) not in types
+                    line is not None
+                    and (obj := line.object) is not None
+                    and (type_ := line.type) in types
                 ):
-                    event = self._parse_line(number, raw)
-                    if event is not None:
-                        if handle is not None:
-                            handle(event.time(), event.type, event.object)
-                        else:
-                            yield event
-                    continue
-                observed = line.observed
-                # _fast_time's common case, inlined: one call less per line.
-                if (
-                    observed is not None
-                    and observed.startswith(prefix)
-                    and len(observed) == 27
-                    and observed[26] == "Z"
-                    and (fraction := observed[20:26]).isascii()
-                    and fraction.isdigit()
-                ):
-                    at = second + float(fraction) / 1_000_000  # see _fast_time
-                else:
-                    at = _fast_time(observed) if observed is not None else None
-                    if at is not None and (cached := seconds.get(observed[:19])) is not None:
-                        prefix, second = f"{observed[:19]}.", cached
-                if at is not None and (kinds is None or obj.kind in kinds or type_ == "BOOKMARK"):
-                    if handle is not None:
-                        handle(at, type_, obj)
+                    observed = line.observed
+                    # _fast_time's common case, inlined: one call less per line.
+                    if (
+                        observed is not None
+                        and observed.startswith(prefix)
+                        and len(observed) == 27
+                        and observed[26] == "Z"
+                        and (fraction := observed[20:26]).isascii()
+                        and fraction.isdigit()
+                    ):
+                        at = second + float(fraction) / 1_000_000  # see _fast_time
                     else:
-                        yield WatchEvent(observed, type_, obj, line.cluster, number, at, raw)
-                    continue
+                        at = _fast_time(observed) if observed is not None else None
+                        if at is not None and (cached := seconds.get(observed[:19])) is not None:
+                            prefix, second = f"{observed[:19]}.", cached
+                    if at is not None and (
+                        kinds is None or obj.kind in kinds or type_ == "BOOKMARK"
+                    ):
+                        if handle is not None:
+                            handle(at, type_, obj)
+                        else:
+                            yield WatchEvent(observed, type_, obj, line.cluster, number, at, raw)
+                        continue
+                # Anything else the slow way, which says what is wrong with it.
                 event = self._parse_line(number, raw)
                 if event is not None:
                     if handle is not None:
