@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from handoff.sim.cluster import Cluster, ClusterConfig
 from handoff.sim.objects import Obj, container, pod, pod_spec
 from handoff.sim.recording import Recording
+
+BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 class Capture:
@@ -76,3 +84,25 @@ def condition(obj: Obj, type_: str) -> Obj | None:
         if cond["type"] == type_:
             return cond
     return None
+
+
+@contextmanager
+def served_from_the_command_line(
+    tmp_path: Path, *options: str
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``manage.py simulate --scenario manual-scheduling --serve`` on a free port, with
+    ``options``: the process and the address it printed, and the rest of its output
+    unread. Terminated at the end of the block."""
+    argv = [sys.executable, "manage.py", "simulate", "--scenario", "manual-scheduling"]
+    argv += ["--serve", "127.0.0.1:0", "--kubeconfig", str(tmp_path / "kubeconfig"), *options]
+    proc = subprocess.Popen(
+        argv, cwd=BASE_DIR, stdout=subprocess.PIPE, text=True, env={**os.environ}
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("serving manual-scheduling at http://127.0.0.1:"), first
+        yield proc, first.split(" at ", 1)[1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

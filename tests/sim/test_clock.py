@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from kubernetes import client
 
 from handoff.sim.scenarios import Options, manual_scheduling
 from handoff.sim.server import SimServer
+
+from .helpers import served_from_the_command_line
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 SPEED = 10.0
@@ -134,17 +135,8 @@ def test_a_fault_at_a_virtual_time_stays_dormant_while_paused(paused: SimServer)
 
 
 def test_simulate_serve_paused_from_the_command_line(tmp_path: Path) -> None:
-    argv = [sys.executable, "manage.py", "simulate", "--scenario", "manual-scheduling"]
-    argv += ["--speed", "10", "--serve", "127.0.0.1:0", "--paused"]
-    argv += ["--kubeconfig", str(tmp_path / "kubeconfig")]
-    proc = subprocess.Popen(
-        argv, cwd=BASE_DIR, stdout=subprocess.PIPE, text=True, env={**os.environ}
-    )
-    try:
+    with served_from_the_command_line(tmp_path, "--speed", "10", "--paused") as (proc, address):
         assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert first.startswith("serving manual-scheduling at http://127.0.0.1:"), first
-        address = first.split(" at ", 1)[1].strip()
         assert proc.stdout.readline().startswith("kubeconfig: ")
         hint = proc.stdout.readline().strip()
         assert hint == (
@@ -166,9 +158,6 @@ def test_simulate_serve_paused_from_the_command_line(tmp_path: Path) -> None:
         assert _clock(address, "POST", json.loads(body))[1]["running"] is True
         time.sleep(0.3)
         assert _clock(address)[1]["elapsed"] > 1.0
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
     assert proc.returncode == 0
 
 

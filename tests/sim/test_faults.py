@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -22,10 +19,9 @@ from handoff.sim.cluster import Cluster, ClusterConfig
 from handoff.sim.faults import FaultSpecError, load_faults, parse_short
 from handoff.sim.server import SimServer
 
-from .helpers import nginx
+from .helpers import nginx, served_from_the_command_line
 
 pytestmark = pytest.mark.faults
-BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -246,17 +242,8 @@ def test_it_parses_the_short_form_json_and_files(tmp_path: Path) -> None:
 
 
 def test_simulate_serve_arms_faults_from_the_command_line(tmp_path: Path) -> None:
-    argv = [sys.executable, "manage.py", "simulate", "--scenario", "manual-scheduling"]
-    argv += ["--serve", "127.0.0.1:0", "--kubeconfig", str(tmp_path / "kubeconfig")]
-    argv += ["--faults", "throttle:retry_after=2,error:resource=nodes"]
-    proc = subprocess.Popen(
-        argv, cwd=BASE_DIR, stdout=subprocess.PIPE, text=True, env={**os.environ}
-    )
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert first.startswith("serving manual-scheduling at http://127.0.0.1:"), first
-        address = first.split(" at ", 1)[1].strip()
+    faults = "throttle:retry_after=2,error:resource=nodes"
+    with served_from_the_command_line(tmp_path, "--faults", faults) as (_, address):
         config = client.Configuration(host=address)
         config.retries = False
         api = client.CoreV1Api(client.ApiClient(config))
@@ -268,6 +255,3 @@ def test_simulate_serve_arms_faults_from_the_command_line(tmp_path: Path) -> Non
             api.list_node()
         assert err.value.status == 500
         assert api.list_node().items
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
