@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -106,3 +109,16 @@ def served_from_the_command_line(
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def control(address: str, path: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
+    """A request to one of the served simulator's control endpoints (``/_sim/...``):
+    (HTTP status, decoded JSON answer). ``body`` is sent as JSON unless already bytes."""
+    data = None if body is None else body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(f"{address}{path}", data=data, method=method)
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())

@@ -19,7 +19,7 @@ from kubernetes import client
 from handoff.sim.scenarios import Options, manual_scheduling
 from handoff.sim.server import SimServer
 
-from .helpers import served_from_the_command_line
+from .helpers import control, served_from_the_command_line
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 SPEED = 10.0
@@ -35,16 +35,7 @@ def paused() -> Iterator[SimServer]:
 
 
 def _clock(address: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
-    data = (
-        None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-    )
-    request = urllib.request.Request(f"{address}/_sim/clock", data=data, method=method)
-    request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
+    return control(address, "/_sim/clock", method, body)
 
 
 def _api(address: str) -> client.CoreV1Api:

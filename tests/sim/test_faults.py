@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ from handoff.sim.cluster import Cluster, ClusterConfig
 from handoff.sim.faults import FaultSpecError, load_faults, parse_short
 from handoff.sim.server import SimServer
 
-from .helpers import nginx, served_from_the_command_line
+from .helpers import control, nginx, served_from_the_command_line
 
 pytestmark = pytest.mark.faults
 
@@ -46,14 +44,7 @@ def _api(server: SimServer, retries: bool | None = None) -> client.CoreV1Api:
 
 
 def _faults(server: SimServer, method: str = "GET", body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(f"{server.address}/_sim/faults", data=data, method=method)
-    request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
+    return control(server.address, "/_sim/faults", method, body)
 
 
 def _drain(stream: Iterator[Any], names: list[str]) -> None:
