@@ -210,3 +210,41 @@ def test_live_rows_keep_the_scroll_position_and_the_filters(page, demo_site, sto
     expect(_row(page, other["uid"])).to_have_count(0)
     assert abs(anchor.bounding_box()["y"] - top) < 2  # the row under the eye stayed put
     assert "namespace=ns-3" in page.url
+
+
+def test_the_row_under_the_keyboard_keeps_the_focus_through_live_updates(
+    page, demo_site, store_client
+):
+    writer, views = _cluster(store_client, "focus-board")
+    page.goto(f"{demo_site}/clusters/focus-board/")
+    expect(page.get_by_test_id("live")).to_have_text("live")
+    rows = page.locator("tbody[data-rows] tr")
+    expect(rows).to_have_count(len(views))
+    for _ in range(3):
+        page.keyboard.press("j")
+    uid = rows.nth(2).get_attribute("data-uid")
+    expect(_row(page, uid)).to_be_focused()
+    view = next(x for x in views if x["uid"] == uid)
+
+    # The pod under the keyboard turns stuck: its row is redrawn and moves to the top.
+    moved = {**view, "verdict": "stuck", "reason": "kubelet-silent"}
+    cursor = writer.flush([moved])
+    publisher = Publisher("focus-board")
+    data = {"cursor": cursor, "pods": [moved], "removed": [], "more": False}
+    publisher.publish({"type": "cluster.update", "data": data})
+    expect(rows.first).to_have_attribute("data-uid", uid)
+    expect(_row(page, uid)).to_be_focused()
+    page.keyboard.press("j")  # and the keyboard goes on from where the row now is
+    expect(rows.nth(1)).to_be_focused()
+
+    # Reloading the whole table (after a burst too big to list) keeps it too.
+    uid = rows.nth(1).get_attribute("data-uid")
+    page.evaluate("window.__same_page = true")
+    rows.evaluate_all("all => all.forEach(tr => tr.dataset.old = 1)")
+    refresh = {"cursor": cursor, "pods": [], "removed": [], "more": False, "refresh": True}
+    publisher.publish({"type": "cluster.update", "data": refresh})
+    publisher.close()
+    expect(page.locator("tbody[data-rows] tr[data-old]")).to_have_count(0)  # all redrawn
+    expect(rows).to_have_count(len(views))
+    expect(_row(page, uid)).to_be_focused()
+    assert page.evaluate("window.__same_page === true")

@@ -75,6 +75,8 @@ def test_it_keeps_filters_in_the_url_and_moves_with_the_keyboard(page, live_clus
     page.keyboard.type("coredns")
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(r"q=coredns"))
+    # Wait for the searched table: until it arrives the old rows are shown.
+    expect(rows.filter(has_not_text="coredns")).to_have_count(0)
     expect(rows).not_to_have_count(0)
     page.keyboard.press("Escape")
     page.keyboard.press("j")

@@ -213,6 +213,7 @@ class Board {
 
   show(body, reset) {
     this.setError(body.error || "");
+    const focused = reset ? this.focusedUid() : null;
     if (reset) {
       this.rows.clear();
       this.tbody.replaceChildren();
@@ -229,6 +230,7 @@ class Board {
       fragment.append(entry.tr);
     }
     this.tbody.append(fragment);
+    if (focused && this.rows.has(focused)) this.rows.get(focused).tr.focus({ preventScroll: true });
     this.next = body.next || null;
     if (body.summary) this.cards(body.summary.verdicts || {});
     this.footer(body.total);
@@ -260,6 +262,12 @@ class Board {
 
   now() {
     return Date.now() + this.offset;
+  }
+
+  // The row the keyboard is on, so that redrawing it (a live update, a reload) keeps it there.
+  focusedUid() {
+    const active = document.activeElement;
+    return active instanceof HTMLTableRowElement && active.parentElement === this.tbody ? active.dataset.uid : null;
   }
 
   uidOf(view) {
@@ -342,6 +350,7 @@ class Board {
       return;
     }
     const changed = entry && entry.view.verdict !== view.verdict;
+    const focused = entry && entry.tr === document.activeElement;
     if (entry) {
       entry.tr.remove();
       this.rows.delete(uid);
@@ -353,6 +362,7 @@ class Board {
     const tr = this.row(view);
     this.place(tr, view);
     this.rows.set(uid, { view, tr });
+    if (focused) tr.focus({ preventScroll: true });
     if (!entry || changed) this.flash(tr);
   }
 
@@ -380,7 +390,9 @@ class Board {
     // No longer matches the filters: say so for a moment rather than vanish under the eye.
     const tr = this.row(view);
     tr.classList.add("leaving");
+    const focused = entry.tr === document.activeElement;
     entry.tr.replaceWith(tr);
+    if (focused) tr.focus({ preventScroll: true });
     entry.tr = tr;
     entry.view = view;
     this.flash(tr);
