@@ -81,6 +81,7 @@ def test_it_keeps_filters_in_the_url_and_moves_with_the_keyboard(page, live_clus
     page.keyboard.press("Escape")
     page.keyboard.press("j")
     expect(rows.first).to_be_focused()
-    name = rows.first.locator("a[data-open]").inner_text()
+    # The focused row, not the first: a live update may re-sort the table meanwhile.
+    name = page.locator("tbody[data-rows] tr:focus a[data-open]").inner_text()
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(rf"/clusters/manual/pods/kube-system/{re.escape(name)}/$"))
