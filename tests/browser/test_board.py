@@ -212,9 +212,7 @@ def test_live_rows_keep_the_scroll_position_and_the_filters(page, demo_site, sto
     assert "namespace=ns-3" in page.url
 
 
-def test_the_row_under_the_keyboard_keeps_the_focus_through_live_updates(
-    page, demo_site, store_client
-):
+def test_the_keyboard_keeps_its_place_through_live_updates(page, demo_site, store_client):
     writer, views = _cluster(store_client, "focus-board")
     page.goto(f"{demo_site}/clusters/focus-board/")
     expect(page.get_by_test_id("live")).to_have_text("live")
@@ -243,8 +241,16 @@ def test_the_row_under_the_keyboard_keeps_the_focus_through_live_updates(
     rows.evaluate_all("all => all.forEach(tr => tr.dataset.old = 1)")
     refresh = {"cursor": cursor, "pods": [], "removed": [], "more": False, "refresh": True}
     publisher.publish({"type": "cluster.update", "data": refresh})
-    publisher.close()
     expect(page.locator("tbody[data-rows] tr[data-old]")).to_have_count(0)  # all redrawn
     expect(rows).to_have_count(len(views))
     expect(_row(page, uid)).to_be_focused()
     assert page.evaluate("window.__same_page === true")
+
+    # The focused pod goes: the keyboard moves to the row that takes its place.
+    following = rows.nth(2).get_attribute("data-uid")
+    cursor = writer.flush([], [uid])
+    gone = {"cursor": cursor, "pods": [], "removed": [uid], "more": False}
+    publisher.publish({"type": "cluster.update", "data": gone})
+    publisher.close()
+    expect(_row(page, uid)).to_have_count(0)
+    expect(_row(page, following)).to_be_focused()

@@ -404,6 +404,11 @@ class Board {
   drop(uid) {
     const entry = this.rows.get(uid);
     if (!entry) return;
+    if (entry.tr === document.activeElement) {
+      // The keyboard moves to the row that takes its place rather than back to the top.
+      const neighbour = entry.tr.nextElementSibling || entry.tr.previousElementSibling;
+      if (neighbour) neighbour.focus({ preventScroll: true });
+    }
     entry.tr.remove();
     this.rows.delete(uid);
     this.footer();
