@@ -14,8 +14,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
-from handoff import store
-from handoff.push import GROUP_NAME_MAX, GROUP_PREFIX
+from handoff.live import store
+from handoff.live.push import GROUP_NAME_MAX, GROUP_PREFIX
 
 NAME_RULE = RegexValidator(
     r"^[a-zA-Z0-9\-_.]+$",

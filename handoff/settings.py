@@ -29,7 +29,7 @@ RUN_DIR = Path(os.getenv("HANDOFF_RUN_DIR", str(BASE_DIR / ".run")))
 
 DEBUG = envbool("DEBUG", "True")
 HANDOFF_DEMO = envbool("HANDOFF_DEMO", "False")
-# Content-Security-Policy of every page (webui/security.py); empty turns it off.
+# Content-Security-Policy of every page (webui/middleware.py); empty turns it off.
 HANDOFF_CSP = os.getenv(
     "HANDOFF_CSP",
     "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; "
@@ -65,7 +65,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "webui.security.ContentSecurityPolicyMiddleware",
+    "webui.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -21,12 +21,12 @@ from celery import shared_task
 from celery.signals import worker_shutting_down
 from django.conf import settings
 
-from handoff import health, store
-from handoff.ingest import Folder, FoldSettings
-from handoff.push import Publisher
-from handoff.sources.base import SourceError, WatchSettings
-from handoff.sources.sink import StreamSink
-from handoff.sources.watching import keep_lease
+from handoff.live import health, store
+from handoff.live.fold import Folder, FoldSettings
+from handoff.live.push import Publisher
+from handoff.live.sources.base import SourceError, WatchSettings
+from handoff.live.sources.sink import StreamSink
+from handoff.live.sources.watching import keep_lease
 
 log = logging.getLogger(__name__)
 TASK_OF = {
@@ -174,8 +174,8 @@ def _note_start(client: redis.Redis, cluster: str, stream: str) -> None:
 @shared_task(name="handoff.tasks.watch", bind=True, ignore_result=True)
 def watch(self, cluster: str, resource: str) -> str:
     """List then watch one resource of a cluster for a window, under its lease."""
-    from handoff.sources.kube import KubeSource
-    from handoff.sources.watching import WatchLoop
+    from handoff.live.sources.kube import KubeSource
+    from handoff.live.sources.watching import WatchLoop
 
     client = _redis()
     config = store.cluster(client, cluster)
@@ -278,7 +278,7 @@ def fold(self, cluster: str) -> str:
 @shared_task(name="handoff.tasks.simulate", bind=True, ignore_result=True)
 def simulate(self, cluster: str) -> str:
     """Run a simulator cluster's scenario in this worker, into the cluster's stream."""
-    from handoff.sources.simulator import run_simulation
+    from handoff.live.sources.simulator import run_simulation
 
     client = _redis()
     config = store.cluster(client, cluster)

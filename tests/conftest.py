@@ -19,8 +19,8 @@ import pytest
 import redis
 from django.test import override_settings
 
-from handoff import health
-from handoff.devstack import free_port, start_time, stop_groups
+from devtools.devstack import free_port, start_time, stop_groups
+from handoff.live import health
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -1,12 +1,12 @@
 """The real kubectl outputs, watch streams and audit log in shared/traces/real, read
-through the importers (handoff.importers) exactly as `convert` and `triage` read them."""
+through the importers (handoff.interop.importers) exactly as `convert` and `triage` read them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from handoff.importers import open_events
-from handoff.trace import WatchEvent
+from handoff.core.trace import WatchEvent
+from handoff.interop.importers import open_events
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "traces" / "real"
 

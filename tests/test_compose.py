@@ -12,7 +12,7 @@ from django.core.management import get_commands, load_command_class
 from django.core.management.base import CommandError
 from django.utils.module_loading import import_string
 
-from handoff.devstack import SIMULATOR_ARGS
+from devtools.devstack import SIMULATOR_ARGS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((BASE_DIR / "docker-compose.yml").read_text())

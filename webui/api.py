@@ -17,8 +17,8 @@ from django.http import Http404, HttpRequest, JsonResponse, QueryDict
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from handoff import queries, store
-from handoff.queries import Cursor, PodFilter, QueryError
+from handoff.live import queries, store
+from handoff.live.queries import Cursor, PodFilter, QueryError
 from webui import clusterdata
 
 DEFAULT_LIMIT = 100

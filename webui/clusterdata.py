@@ -13,8 +13,8 @@ from typing import Any
 import redis
 from django.conf import settings
 
-from handoff import health, queries, store
-from handoff.trace import format_time, parse_time
+from handoff.core.trace import format_time, parse_time
+from handoff.live import health, queries, store
 
 DURATIONS_TTL = 10.0  # seconds a cluster's sampled duration percentiles are reused
 _durations: dict[str, tuple[float, dict[str, Any]]] = {}

@@ -3,7 +3,7 @@ from functools import cache
 from django.conf import settings
 from django.http import HttpRequest
 
-from handoff import verdicts as v
+from handoff.core import verdicts as v
 from webui.demo import is_demo_user
 
 

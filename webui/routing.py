@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from webui import consumers
+from webui.board import consumers
 
 websocket_urlpatterns = [
     re_path(r"^ws/clusters/(?P<cluster>[^/]+)/$", consumers.ClusterConsumer.as_asgi()),

@@ -12,7 +12,7 @@ from webui import views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
-    path("", include("webui.board_urls")),
-    path("", include("webui.detail_urls")),
-    path("", include("webui.export_urls")),
+    path("", include("webui.board.urls")),
+    path("", include("webui.detail.urls")),
+    path("", include("webui.exports.urls")),
 ]

@@ -8,15 +8,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from handoff.sim.apiserver import ApiError, APIServer
 from handoff.sim.clock import EPOCH, Loop
-from handoff.sim.controllers import Deployments, Jobs, ReplicaSets
-from handoff.sim.kubelet import Kubelet, KubeletTimings
-from handoff.sim.nodelifecycle import NodeLifecycle, TaintEviction
+from handoff.sim.components.apiserver import ApiError, APIServer
+from handoff.sim.components.controllers import Deployments, Jobs, ReplicaSets
+from handoff.sim.components.kubelet import Kubelet, KubeletTimings
+from handoff.sim.components.nodelifecycle import NodeLifecycle, TaintEviction
+from handoff.sim.components.podgc import PodGC
+from handoff.sim.components.scheduler import Scheduler, SchedulerTimings
 from handoff.sim.objects import Obj, edit, new_uid, stamp
 from handoff.sim.objects import node as make_node
-from handoff.sim.podgc import PodGC
-from handoff.sim.scheduler import Scheduler, SchedulerTimings
 
 
 @dataclass

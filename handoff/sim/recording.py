@@ -10,8 +10,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 
-from handoff.sim.apiserver import APIServer
-from handoff.sim.events import EVENTS_GROUP, as_core, as_events, view
+from handoff.sim.components.apiserver import APIServer
+from handoff.sim.components.events import EVENTS_GROUP, as_core, as_events, view
 from handoff.sim.objects import Obj
 
 Sink = Callable[[float, str, Obj], None]

@@ -15,16 +15,16 @@ from typing import IO, TYPE_CHECKING
 
 import orjson
 
-from handoff.gcpause import paused_gc
+from handoff.core.gcpause import paused_gc
+from handoff.core.trace import TraceWriter, format_time
 from handoff.sim.cluster import Cluster
 from handoff.sim.objects import Obj
 from handoff.sim.recording import Recording
 from handoff.sim.scenarios import SCENARIOS, Options, Scenario
-from handoff.trace import TraceWriter, format_time
 
 if TYPE_CHECKING:
-    from handoff.sim.faults import Fault
-    from handoff.sim.server import SimServer
+    from handoff.sim.serve.faults import Fault
+    from handoff.sim.serve.server import SimServer
 
 
 @dataclass
@@ -124,7 +124,7 @@ def _collect_and_freeze() -> None:
 
 def find_scenario(name: str | None, file: str | None) -> Scenario:
     if file:
-        from handoff.sim.userfile import scenario_from_file
+        from handoff.sim.scenarios.userfile import scenario_from_file
 
         return scenario_from_file(file)
     if name not in SCENARIOS:
@@ -261,9 +261,9 @@ def serve(
 ) -> tuple[SimServer, Recording, TraceWriter | None]:
     """Build the scenario and serve it over HTTP; the caller stops it with ``server.stop()``.
 
-    ``faults`` are armed before the first request (see ``handoff.sim.faults``); ``paused``
+    ``faults`` are armed before the first request (see ``handoff.sim.serve.faults``); ``paused``
     holds virtual time at 0 until ``server.resume()`` (or ``POST /_sim/clock``)."""
-    from handoff.sim.server import SimServer
+    from handoff.sim.serve.server import SimServer
 
     host, _, port = address.rpartition(":")
     with quiet_gc():

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from handoff import store
-from handoff.devstack import free_port
+from devtools.devstack import free_port
+from handoff.live import store
 from tests.conftest import BASE_DIR, python_env, spawn, start_redis, stop, wait_until
 
 CHROMIUM = "/usr/bin/chromium"

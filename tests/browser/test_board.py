@@ -13,8 +13,8 @@ import pytest
 import redis
 from playwright.sync_api import expect
 
-from handoff import store
-from handoff.push import Publisher
+from handoff.live import store
+from handoff.live.push import Publisher
 from tests.webui.pods import FoldWriter, make_views, template
 
 HOSTILE = "<img src=x onerror=alert(1)>"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import redis
 
-from tests.detail.tracedata import HOSTILE, TRACES, fold_into_redis, hostile_trace
+from tests.webui.detail.tracedata import HOSTILE, TRACES, fold_into_redis, hostile_trace
 
 
 def open_nodes(page, site: str, cluster: str) -> None:

@@ -6,9 +6,9 @@ import orjson
 import pytest
 import redis
 
-from handoff import store
-from tests.detail.sites import hover_points
-from tests.detail.tracedata import HOSTILE, TRACES, fold_into_redis, hostile_trace
+from handoff.live import store
+from tests.webui.detail.sites import hover_points
+from tests.webui.detail.tracedata import HOSTILE, TRACES, fold_into_redis, hostile_trace
 
 
 def open_pod(page, site: str, cluster: str, namespace: str, name: str) -> None:

@@ -7,8 +7,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.detail.sites import make_user, sign_in
-from tests.detail.tracedata import HOSTILE, TRACES, hostile_trace
+from tests.webui.detail.sites import make_user, sign_in
+from tests.webui.detail.tracedata import HOSTILE, TRACES, hostile_trace
 
 USER = "rita"
 

@@ -32,7 +32,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from handoff.trace import TraceWriter  # noqa: E402
+from handoff.core.trace import TraceWriter  # noqa: E402
 
 OUT = HERE / "traces"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -45,7 +45,7 @@ STUCK_AFTER = 60
 
 
 def fmt_us(us: int) -> str:
-    """RFC 3339 with microseconds, as handoff.trace.format_time writes it."""
+    """RFC 3339 with microseconds, as handoff.core.trace.format_time writes it."""
     return (EPOCH + timedelta(microseconds=us)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

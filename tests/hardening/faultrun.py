@@ -20,11 +20,11 @@ from typing import Any
 import orjson
 import redis
 
-from handoff import health, store
-from handoff.devstack import free_port
-from handoff.report import build_report
-from handoff.timeline import fold_file
-from handoff.trace import TraceReader, parse_time
+from devtools.devstack import free_port
+from handoff.core.report import build_report
+from handoff.core.timeline import fold_file
+from handoff.core.trace import TraceReader, parse_time
+from handoff.live import health, store
 from tests.conftest import python_env, spawn, stop, wait_until
 
 CLUSTER = "sim"

@@ -15,10 +15,10 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from handoff.importers import open_events
-    from handoff.report import build_report
-    from handoff.timeline import fold
-    from handoff.trace import TraceReader
+    from handoff.core.report import build_report
+    from handoff.core.timeline import fold
+    from handoff.core.trace import TraceReader
+    from handoff.interop.importers import open_events
 
 
 def one_input(data: bytes) -> None:

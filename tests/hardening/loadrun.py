@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from handoff import store
-from handoff.bench import Feeder, Services, _caught_up, _percentiles
+from devtools.bench import Feeder, Services, _caught_up, _percentiles
+from handoff.live import store
 
 CLUSTER = "load"
 

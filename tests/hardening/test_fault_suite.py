@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from handoff import health, store
+from handoff.live import health, store
 from tests.conftest import start_redis, stop, wait_until
 
 from . import faultrun as fr

@@ -11,9 +11,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handoff.importers import open_events
-from handoff.report import build_report
-from handoff.timeline import fold
+from handoff.core.report import build_report
+from handoff.core.timeline import fold
+from handoff.interop.importers import open_events
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "real"
 SAMPLES = {

@@ -18,9 +18,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handoff.report import build_report, render_table
-from handoff.timeline import fold
-from handoff.trace import TraceReader
+from handoff.core.report import build_report, render_table
+from handoff.core.timeline import fold
+from handoff.core.trace import TraceReader
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 LINES = [

@@ -14,14 +14,14 @@ import pytest
 import redis
 from django.core.management import CommandError, call_command
 
-from handoff import store
-from handoff.devstack import free_port
+from devtools.devstack import free_port
+from handoff.live import store
 from handoff.models import Cluster
 from handoff.sim.scenarios import SCENARIOS, Options
-from handoff.sim.server import SimServer
+from handoff.sim.serve.server import SimServer
 from handoff.tasks import start_stream
 from tests.conftest import python_env, spawn, stop, wait_until
-from tests.ingest.helpers import everything_in
+from tests.live.helpers import everything_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -17,13 +17,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from handoff import store
+from handoff.live import store
+from handoff.live.sources.base import WatchSettings
+from handoff.live.sources.kube import KubeSource
+from handoff.live.sources.sink import StreamSink
+from handoff.live.sources.watching import WatchLoop
 from handoff.sim.scenarios import SCENARIOS, Options
-from handoff.sim.server import SimServer
-from handoff.sources.base import WatchSettings
-from handoff.sources.kube import KubeSource
-from handoff.sources.sink import StreamSink
-from handoff.sources.watching import WatchLoop
+from handoff.sim.serve.server import SimServer
 from tests.hardening.recording_proxy import RecordingProxy
 
 ROOT = Path(__file__).resolve().parents[2]

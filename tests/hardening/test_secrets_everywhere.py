@@ -21,10 +21,10 @@ import redis
 from django.core.management import call_command
 from django.test import Client
 
-from handoff import store
+from handoff.live import store
 from handoff.tasks import start_stream
 from tests.conftest import python_env, spawn, stop, wait_until
-from tests.ingest.helpers import everything_in
+from tests.live.helpers import everything_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

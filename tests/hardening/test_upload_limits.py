@@ -73,7 +73,7 @@ def test_the_kept_copy_is_scrubbed_and_keeps_line_numbers(tmp_path: Path) -> Non
     assert b"hunter2" not in kept
     assert b"hunter2" in source.read_bytes()
     assert kept.count(b"\n") == len(broken)
-    from handoff.trace import TraceReader
+    from handoff.core.trace import TraceReader
 
     reader = TraceReader(io.BytesIO(kept))
     events = list(reader)

@@ -19,15 +19,15 @@ from typing import Any
 
 import orjson
 
-from handoff.sim.apiserver import APIServer
-from handoff.trace import format_time
+from handoff.core.trace import format_time
+from handoff.sim.components.apiserver import APIServer
 
 PODGC = "system:serviceaccount:kube-system:pod-garbage-collector"
 ACTORS = {
-    "handoff.sim.scheduler": "system:kube-scheduler",
-    "handoff.sim.podgc": PODGC,
-    "handoff.sim.nodelifecycle": "system:serviceaccount:kube-system:node-controller",
-    "handoff.sim.controllers": "system:kube-controller-manager",
+    "handoff.sim.components.scheduler": "system:kube-scheduler",
+    "handoff.sim.components.podgc": PODGC,
+    "handoff.sim.components.nodelifecycle": "system:serviceaccount:kube-system:node-controller",
+    "handoff.sim.components.controllers": "system:kube-controller-manager",
 }
 
 
@@ -75,7 +75,7 @@ def _actor(resource: str, obj: dict[str, Any]) -> str:
     frame = sys._getframe(2)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        if module == "handoff.sim.kubelet":
+        if module == "handoff.sim.components.kubelet":
             if resource == "nodes":
                 return f"system:node:{obj['metadata']['name']}"
             return f"system:node:{(obj.get('spec') or {}).get('nodeName', '')}"

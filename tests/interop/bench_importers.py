@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from handoff.importers import open_events
+from handoff.core.trace import read_all
+from handoff.interop.importers import open_events
 from handoff.sim.runner import find_scenario, run
 from handoff.sim.scenarios import Options
-from handoff.trace import read_all
 
 
 def _running_pod(directory: Path) -> dict:

@@ -26,11 +26,10 @@ django.setup()
 
 import redis  # noqa: E402
 
-from handoff import store  # noqa: E402
-from handoff.exporters import metrics  # noqa: E402
-from handoff.importers import open_events  # noqa: E402
-from handoff.report import build_report  # noqa: E402
-from handoff.timeline import fold  # noqa: E402
+from handoff.core.report import build_report  # noqa: E402
+from handoff.core.timeline import fold  # noqa: E402
+from handoff.interop.importers import open_events  # noqa: E402
+from handoff.live import metrics, store  # noqa: E402
 from tests.interop.conftest import TRACES  # noqa: E402
 from tests.webui.pods import make_views, write  # noqa: E402
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
-from handoff import store
-from handoff.sources.trace import replay
-from handoff.trace import TraceWriter
-from tests.ingest.helpers import fold_all
+from handoff.core.trace import TraceWriter
+from handoff.live import store
+from handoff.live.sources.playback import replay
+from tests.live.helpers import fold_all
 
 TRACES = Path(__file__).parent.parent / "data" / "traces"
 NASTY = '</script><script>alert("x")</script>, "quoted"\nnext line'

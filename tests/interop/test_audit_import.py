@@ -7,12 +7,12 @@ import io
 import orjson
 import pytest
 
-from handoff.importers import open_events
-from handoff.report import build_report
+from handoff.core.report import build_report
+from handoff.core.timeline import fold
+from handoff.core.trace import read_all
+from handoff.interop.importers import open_events
 from handoff.sim.runner import find_scenario, run
 from handoff.sim.scenarios import Options
-from handoff.timeline import fold
-from handoff.trace import read_all
 from tests.interop.auditlog import PODGC, audited
 
 

@@ -8,10 +8,10 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from handoff.importers import open_events
-from handoff.report import build_report
-from handoff.timeline import fold, fold_file
-from handoff.trace import read_all
+from handoff.core.report import build_report
+from handoff.core.timeline import fold, fold_file
+from handoff.core.trace import read_all
+from handoff.interop.importers import open_events
 from tests.real_data import REAL, real_files
 
 
@@ -68,7 +68,7 @@ def test_it_refuses_a_missing_input(tmp_path):
 
 
 def test_it_keeps_a_traces_header_and_names_the_format_otherwise(tmp_path):
-    from handoff.trace import TraceReader, TraceWriter
+    from handoff.core.trace import TraceReader, TraceWriter
 
     trace = tmp_path / "in.jsonl"
     with TraceWriter(trace, cluster="prod", source="simulator:x:seed=1") as writer:

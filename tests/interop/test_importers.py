@@ -10,10 +10,10 @@ import orjson
 import pytest
 import yaml
 
-from handoff.importers import open_events
-from handoff.report import build_report
-from handoff.timeline import fold
-from handoff.trace import TraceWriter
+from handoff.core.report import build_report
+from handoff.core.timeline import fold
+from handoff.core.trace import TraceWriter
+from handoff.interop.importers import open_events
 
 T0 = "2026-03-01T10:00:00Z"
 

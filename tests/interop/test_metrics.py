@@ -9,9 +9,8 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from handoff import store
-from handoff.exporters import metrics
-from handoff.exporters.prometheus import BUCKETS, NAMESPACE_DURATIONS
+from handoff.interop.exporters.prometheus import BUCKETS, NAMESPACE_DURATIONS
+from handoff.live import metrics, store
 
 pytestmark = pytest.mark.django_db
 
@@ -124,7 +123,7 @@ def test_it_takes_only_the_bearer_token_when_one_is_set(signed_in, settings, pro
 
 
 def test_it_escapes_label_values():
-    from handoff.exporters.prometheus import Family, render
+    from handoff.interop.exporters.prometheus import Family, render
 
     family = Family("x", "gauge", "help\nwith newline")
     family.add(1.0, cluster='a"b\\c\nd')

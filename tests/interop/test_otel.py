@@ -13,10 +13,10 @@ from django.core.management import CommandError, call_command
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from handoff.exporters import otlp
-from handoff.importers import open_events
-from handoff.report import build_report
-from handoff.timeline import fold
+from handoff.core.report import build_report
+from handoff.core.timeline import fold
+from handoff.interop.exporters import otlp
+from handoff.interop.importers import open_events
 from tests.interop.conftest import TRACES
 from tests.real_data import REAL
 

@@ -8,11 +8,11 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from handoff.importers import open_events
-from handoff.report import build_report
+from handoff.core.report import build_report
+from handoff.core.timeline import fold
+from handoff.interop.importers import open_events
 from handoff.sim.runner import find_scenario, run
 from handoff.sim.scenarios import Options
-from handoff.timeline import fold
 
 
 def _verdicts(path) -> dict[str, tuple[str, str | None]]:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from handoff.exporters.tables import COLUMNS
+from handoff.interop.exporters.tables import COLUMNS
 from tests.interop.conftest import NASTY
 
 pytestmark = pytest.mark.django_db

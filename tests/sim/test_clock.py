@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client
 
 from handoff.sim.scenarios import Options, manual_scheduling
-from handoff.sim.server import SimServer
+from handoff.sim.serve.server import SimServer
 
 from .helpers import control, served_from_the_command_line
 

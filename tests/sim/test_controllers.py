@@ -107,7 +107,7 @@ def test_a_noexecute_taint_evicts_an_untolerating_pod_at_once() -> None:
 
 
 def test_static_pods_get_mirror_pods_that_come_back_when_deleted() -> None:
-    from handoff.sim.manifests import control_plane
+    from handoff.sim.scenarios.manifests import control_plane
 
     cluster = small_cluster()
     control_plane(cluster)
@@ -197,7 +197,7 @@ def test_a_job_runs_to_completion_and_drops_its_finalizer() -> None:
 
 
 def test_removing_a_static_pod_manifest_takes_its_mirror_pod_away() -> None:
-    from handoff.sim.manifests import control_plane
+    from handoff.sim.scenarios.manifests import control_plane
 
     cluster = small_cluster()
     control_plane(cluster)

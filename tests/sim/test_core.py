@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from handoff.sim.apiserver import ApiError, APIServer
 from handoff.sim.clock import Loop
-from handoff.sim.events import CoreRecorder, SeriesRecorder, as_core, as_events
+from handoff.sim.components.apiserver import ApiError, APIServer
+from handoff.sim.components.events import CoreRecorder, SeriesRecorder, as_core, as_events
 from handoff.sim.objects import stamp
 
 from .helpers import nginx

@@ -14,8 +14,8 @@ from kubernetes.client.rest import ApiException
 from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
 from handoff.sim.cluster import Cluster, ClusterConfig
-from handoff.sim.faults import FaultSpecError, load_faults, parse_short
-from handoff.sim.server import SimServer
+from handoff.sim.serve.faults import FaultSpecError, load_faults, parse_short
+from handoff.sim.serve.server import SimServer
 
 from .helpers import control, nginx, served_from_the_command_line
 

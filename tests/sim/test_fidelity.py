@@ -3,7 +3,7 @@ NodeName/NodePorts admission checks."""
 
 from __future__ import annotations
 
-from handoff.sim.events import CoreRecorder
+from handoff.sim.components.events import CoreRecorder
 
 from .helpers import Capture, condition, nginx, small_cluster
 

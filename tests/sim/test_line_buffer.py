@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
+from handoff.core.trace import TraceWriter, encode_event, format_time
 from handoff.sim.clock import EPOCH
 from handoff.sim.runner import LineBuffer
-from handoff.trace import TraceWriter, encode_event, format_time
 
 
 def test_it_encodes_lines_byte_for_byte_as_encode_event() -> None:

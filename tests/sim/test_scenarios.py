@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from handoff.core.timeline import fold_trace
 from handoff.sim import Options, find_scenario, run
-from handoff.timeline import fold_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from handoff.sim.scheduler import fit_error
+from handoff.sim.components.scheduler import fit_error
 
 from .helpers import Capture, condition, nginx, small_cluster
 

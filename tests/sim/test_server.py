@@ -15,8 +15,8 @@ from kubernetes.client.rest import ApiException
 
 from handoff.sim.cluster import Cluster, ClusterConfig
 from handoff.sim.scenarios import Options, manual_scheduling
-from handoff.sim.server import SimServer
-from handoff.sim.tables import pod_status_column
+from handoff.sim.serve.server import SimServer
+from handoff.sim.serve.tables import pod_status_column
 
 from .helpers import nginx
 

@@ -13,10 +13,10 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from handoff.sim.cluster import Cluster, ClusterConfig
-from handoff.sim.patches import json_patch, merge_patch, strategic_merge_patch
 from handoff.sim.scenarios import Options
-from handoff.sim.server import SimServer
-from handoff.sim.steady import steady
+from handoff.sim.scenarios.steady import steady
+from handoff.sim.serve.patches import json_patch, merge_patch, strategic_merge_patch
+from handoff.sim.serve.server import SimServer
 
 from .helpers import nginx
 from .test_server import require_kubectl

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from handoff.core.timeline import fold_trace
 from handoff.sim import Options, find_scenario, run
-from handoff.timeline import fold_trace
 
 DATA = Path(__file__).parent / "data"
-EXAMPLE = Path(__file__).parents[2] / "handoff" / "sim" / "examples" / "lab.yaml"
+EXAMPLE = Path(__file__).parents[2] / "handoff" / "sim" / "scenarios" / "examples" / "lab.yaml"
 
 
 def test_the_documented_example_is_the_tested_one() -> None:

@@ -27,8 +27,8 @@ import redis
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "handoff.settings")
 django.setup()
 
-from handoff import store  # noqa: E402
-from handoff.devstack import free_port  # noqa: E402
+from devtools.devstack import free_port  # noqa: E402
+from handoff.live import store  # noqa: E402
 from tests.conftest import BASE_DIR, spawn, start_redis, stop, wait_until  # noqa: E402
 from tests.webui.pods import make_views, template, write  # noqa: E402
 

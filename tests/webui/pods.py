@@ -10,10 +10,10 @@ from typing import Any
 
 import redis
 
-from handoff import store
-from handoff import verdicts as v
-from handoff.trace import format_time
-from tests.ingest.helpers import fold_all
+from handoff.core import verdicts as v
+from handoff.core.trace import format_time
+from handoff.live import store
+from tests.live.helpers import fold_all
 
 TRACES = Path(__file__).parent.parent / "data" / "traces"
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -22,7 +22,7 @@ BINDINGS = ("scheduler", "manual", "static", "unknown")
 
 def template(client: redis.Redis) -> dict[str, Any]:
     """One real stored pod view (the fold of a recorded trace) to copy."""
-    from handoff.sources.trace import replay
+    from handoff.live.sources.playback import replay
 
     replay(client, "template", TRACES / "stuck-kubelet-silent.jsonl")
     fold_all(client, "template")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from handoff import queries, store
+from handoff.live import queries, store
 
 from .pods import make_views, template, triage_order, write
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.contrib.auth.models import User
 
-from handoff import store
+from handoff.live import store
 
 from .pods import make_views, template, write
 

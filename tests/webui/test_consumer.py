@@ -15,8 +15,8 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser, User
 
-from handoff import store
-from webui.consumers import CLOSE_UNAUTHENTICATED
+from handoff.live import store
+from webui.board.consumers import CLOSE_UNAUTHENTICATED
 from webui.routing import websocket_urlpatterns
 
 from .pods import FoldWriter, make_views, template

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from handoff import queries, store
-from handoff.queries import Cursor, PodFilter, QueryError
+from handoff.live import queries, store
+from handoff.live.queries import Cursor, PodFilter, QueryError
 
 from .pods import make_views, template, triage_order, write
 
@@ -171,7 +171,7 @@ def test_it_counts_pods_per_verdict_from_the_indexes(stored):
 
 
 def test_it_gives_exact_duration_percentiles_up_to_the_sample_size_then_samples(redis_client):
-    from handoff.durations import summarise
+    from handoff.core.durations import summarise
 
     views = make_views(template(redis_client), 60)
     for i, view in enumerate(views.values()):

@@ -9,10 +9,10 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from handoff import verdicts as v
-from handoff.durations import percentile
-from handoff.trace import _fast_time as fast_time
-from handoff.trace import parse_time
+from handoff.core import verdicts as v
+from handoff.core.durations import percentile
+from handoff.core.trace import _fast_time as fast_time
+from handoff.core.trace import parse_time
 from webui.detail.rows import PodRow
 
 FLEET_DURATIONS = ("create_to_bind", "bind_to_ack", "ack_to_running", "create_to_running")

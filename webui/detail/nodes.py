@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from handoff import verdicts as v
+from handoff.core import verdicts as v
 from webui.detail.rows import PodRow
 
 MISSING_LISTED = 500

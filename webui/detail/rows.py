@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from handoff.durations import durations
-from handoff.report import stages
-from handoff.timeline import CREATED, PodState, Timeline
-from handoff.trace import format_time
+from handoff.core.durations import durations
+from handoff.core.report import stages
+from handoff.core.timeline import CREATED, PodState, Timeline
+from handoff.core.trace import format_time
 
 
 @dataclass(slots=True)

@@ -1,6 +1,6 @@
 """Where a detail page's data comes from: a live cluster's store, or a trace at a time.
 
-Both answer in the live API's JSON shapes (pod views from ``handoff.report.pod_view``), so
+Both answer in the live API's JSON shapes (pod views from ``handoff.core.report.pod_view``), so
 a page cannot tell a replayed cluster from a live one.
 """
 
@@ -17,12 +17,12 @@ import orjson
 import redis
 from django.conf import settings
 
-from handoff import store
-from handoff import verdicts as v
-from handoff.replaystate import ReplayState
-from handoff.report import outline, pod_view, sort_key
-from handoff.timeline import Timeline
-from handoff.trace import format_time
+from handoff.core import verdicts as v
+from handoff.core.report import outline, pod_view, sort_key
+from handoff.core.timeline import Timeline
+from handoff.core.trace import format_time
+from handoff.live import store
+from handoff.offline.replay import ReplayState
 from webui.detail.rows import PodRow, row_from_pod, row_from_view
 
 DIGEST_TTL = 5.0  # seconds a live cluster's fleet/nodes aggregates are reused

@@ -21,10 +21,10 @@ import orjson
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from handoff.importers import open_events
-from handoff.redact import scrub
-from handoff.replaystate import EmptyTrace, ReplayState
-from handoff.trace import TraceWriter, open_binary
+from handoff.core.redact import scrub
+from handoff.core.trace import TraceWriter, open_binary
+from handoff.interop.importers import open_events
+from handoff.offline.replay import EmptyTrace, ReplayState
 from webui import clusterdata
 
 FILE_PREFIX = "f-"

@@ -15,8 +15,8 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods, require_safe
 
-from handoff.trace import format_time, parse_time
-from handoff.verdicts import BINDINGS, VERDICTS
+from handoff.core.trace import format_time, parse_time
+from handoff.core.verdicts import BINDINGS, VERDICTS
 from webui.api import api
 from webui.demo import is_demo_user
 from webui.detail import traces

@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff import bench
+from devtools import bench
 
 # (nodes, pods, churn pods/s, virtual seconds): the scale trace to fold.
 FULL = (5000, 150_000, 400.0, 300.0)
@@ -97,7 +97,7 @@ def latency(run: Run) -> None:
 def web(run: Run) -> None:
     """API p50/p99 and the board's first paint, over the pods ``ingest`` stored (it runs
     first when asked for alone: the figures need a full store)."""
-    from handoff import benchweb
+    from devtools import benchweb
 
     if not run.ingested:
         ingest(run)

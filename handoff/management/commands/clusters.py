@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff import store
+from handoff.live import store
 from handoff.models import Cluster, sync_registry
 
 

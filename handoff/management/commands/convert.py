@@ -9,9 +9,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff.importers import open_events
+from handoff.core.trace import TraceWriter
+from handoff.interop.importers import open_events
 from handoff.management.cliargs import is_tty
-from handoff.trace import TraceWriter
 
 MAX_ERRORS_PRINTED = 20
 BAR_FROM_BYTES = 1 << 20  # a progress bar only for inputs of a MiB or more

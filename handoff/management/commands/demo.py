@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management import get_commands
 from django.core.management.base import BaseCommand, CommandParser
 
-from handoff.devstack import Devstack
+from devtools.devstack import Devstack
 
 
 class Command(BaseCommand):

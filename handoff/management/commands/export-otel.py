@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff.exporters import otlp
-from handoff.importers import open_events
-from handoff.report import build_report
-from handoff.timeline import fold
+from handoff.core.report import build_report
+from handoff.core.timeline import fold
+from handoff.interop.exporters import otlp
+from handoff.interop.importers import open_events
 
 BATCH = 500  # pods per OTLP/HTTP request
 
@@ -94,7 +94,7 @@ def _stored_views(cluster: str) -> Iterator[dict[str, Any]]:
     import redis
     from django.conf import settings
 
-    from handoff import store
+    from handoff.live import store
 
     client = redis.Redis.from_url(settings.REDIS_URL)
     try:

@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff.exporters.scenario import scenario_from_events
-from handoff.importers import open_events
+from handoff.interop.exporters.scenario import scenario_from_events
+from handoff.interop.importers import open_events
 
 
 class Command(BaseCommand):

@@ -9,8 +9,8 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff import store
-from handoff.trace import TraceWriter
+from handoff.core.trace import TraceWriter
+from handoff.live import store
 
 
 class Command(BaseCommand):

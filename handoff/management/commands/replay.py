@@ -9,10 +9,10 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff import store
+from handoff.live import store
+from handoff.live.sources.playback import replay
 from handoff.management.cliargs import is_tty
 from handoff.management.cliargs import speed as parse_speed
-from handoff.sources.trace import replay
 
 
 class Command(BaseCommand):

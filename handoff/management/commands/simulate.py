@@ -12,8 +12,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handoff.management.cliargs import speed as parse_speed
 from handoff.sim import SCENARIOS, Options, find_scenario, run
-from handoff.sim.faults import load_faults
 from handoff.sim.runner import serve
+from handoff.sim.serve.faults import load_faults
 
 
 class Command(BaseCommand):

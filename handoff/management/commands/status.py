@@ -11,7 +11,7 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff import health, store
+from handoff.live import health, store
 
 COLUMNS = ("CLUSTER", "STREAM", "STATE", "HOLDER", "LAG", "EVENTS", "EVENTS/S", "LAST ERROR")
 

@@ -9,11 +9,11 @@ from typing import Any
 import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from handoff.core.report import build_report, render_table, write_report_json
+from handoff.core.timeline import fold_file
+from handoff.core.trace import parse_time
+from handoff.core.verdicts import VERDICT_NAMES
 from handoff.management.cliargs import is_tty
-from handoff.report import build_report, render_table, write_report_json
-from handoff.timeline import fold_file
-from handoff.trace import parse_time
-from handoff.verdicts import VERDICT_NAMES
 
 MAX_ERRORS_PRINTED = 20
 
@@ -91,8 +91,8 @@ def _live_report(cluster: str, at: float | None, options: dict[str, Any]) -> dic
     import redis
     from django.conf import settings
 
-    from handoff import store
-    from handoff.ingest import Folder
+    from handoff.live import store
+    from handoff.live.fold import Folder
 
     try:
         with redis.Redis.from_url(settings.REDIS_URL) as client:

@@ -1,0 +1,2 @@
+"""Development tools outside the runtime package: benchmarks and the ``make demo``
+supervisor."""

@@ -1,0 +1,567 @@
+"""The fold worker: one per cluster, turning the cluster's Redis Stream into pod state.
+
+It keeps an in-memory ``Timeline`` and walks the stream in order (``step``), then writes
+the views of the pods that changed, with their indexes, and pushes them (``flush``, at most
+every ``push_interval``). A snapshot of the timeline (with the stream id it covers) is saved
+now and then, so a successor restores it and folds only the tail (``restore``). The same
+worker re-judges pods whose verdict changes with time alone (``sweep``: awaiting-kubelet →
+stuck) and applies retention (``retain``). The Celery task ``handoff.tasks.fold`` runs
+these steps under the cluster's fold lease.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import orjson
+import redis
+
+from handoff.core import verdicts as v
+from handoff.core.gcpause import Tenure, paused_gc
+from handoff.core.report import pod_view
+from handoff.core.schema import LINE_DECODER, DecodeError
+from handoff.core.timeline import DELETED, PodState, Timeline, dump_state, load_state
+from handoff.core.trace import WatchEvent, format_time
+from handoff.core.trace import _fast_time as observed_time  # the reader's cached parse
+from handoff.live import queries, store
+from handoff.live.push import Publisher, messages
+
+log = logging.getLogger(__name__)
+# Verdicts that can change with nothing but the passing of time.
+TIME_BASED = frozenset({v.AWAITING_KUBELET, v.STARTING})
+SNAPSHOT_VERSION = 2
+NODE_BLIND = "node:"  # key prefix in Folder.blind for nodes (pods are keyed by uid)
+# Seconds between rebuilds of every node's summary (the nodes page's data) while the
+# fold runs: ~7 ms at 5,000 nodes, too much for every flush when nodes keep changing.
+NODES_INTERVAL = 1.0
+SAVER_TIMEOUT = 300.0  # seconds a background snapshot may take before it is killed
+# Saves a snapshot unless the one stored covers more of the stream: a save that finishes
+# late (a background one, or a worker that lost its lease) never replaces a newer one,
+# whose cursor the stream may already have been trimmed to.
+SAVE_SNAPSHOT = """
+local function newer(a, b)
+  local am, as = string.match(a, '^(%d+)-(%d+)$')
+  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
+  if not am or not bm then return false end
+  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
+  return am > bm or (am == bm and as > bs)
+end
+local current = redis.call('hget', KEYS[2], 'snapshot')
+if current and newer(current, ARGV[1]) then
+  redis.call('del', KEYS[3])
+  return 0
+end
+redis.call('rename', KEYS[3], KEYS[1])
+redis.call('hset', KEYS[2], 'snapshot', ARGV[1])
+return 1
+"""
+# The blob goes to Redis in pieces of this many bytes (APPENDs to a scratch key, renamed
+# at the end): one SET of 100 MB would hold every other client up while Redis copies it.
+SNAPSHOT_PIECE = 1 << 20
+SCRATCH_TTL = 600  # seconds a scratch key of an interrupted save lingers
+
+
+class Snapshot(msgspec.Struct):
+    """What the fold worker saves: its timeline (timeline.dump_state), the blind
+    deletions it knows, and the stream id both cover."""
+
+    version: int
+    timeline: bytes
+    blind: dict[str, dict[str, str]]
+    cursor: str
+    # Saved right after a flush (a fold window's end): the stored views are this state's,
+    # and this is what their index entries were written from (Folder.written).
+    written: dict[str, tuple[str, str, str]] | None = None
+
+
+@dataclass(frozen=True)
+class FoldSettings:
+    stuck_after: float = 60.0
+    batch: int = 2000  # stream entries read per step
+    block_ms: int = 50  # how long a step waits for new entries
+    push_interval: float = 0.05  # coalescing window of writes and pushes
+    # The window while the fold is behind (its reads come back full): a pod that changes
+    # many times in a burst is judged, written and pushed once, not once per 50 ms.
+    backlog_push_interval: float = 0.5
+    sweep_interval: float = 5.0
+    snapshot_interval: float = 60.0
+    retention_hours: float = 24.0  # stream age, and how long deleted pods are kept
+    max_events: int = 2_000_000  # stream length cap
+    # Seconds between gcpause.Tenure settles (None: leave the collector alone). The fold
+    # task sets it; a worker that folds in someone else's process (tests) does not.
+    gc_settle_interval: float | None = None
+
+
+class Folder:
+    def __init__(
+        self,
+        client: redis.Redis,
+        cluster: str,
+        settings: FoldSettings = FoldSettings(),
+        publisher: Publisher | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        # Its XREAD replies unparsed: redis-py would build a dict per entry (~3 µs each).
+        self._reader = redis.Redis(connection_pool=client.connection_pool)
+        self._reader.set_response_callback("XREAD", _unparsed)
+        self.cluster = cluster
+        self.settings = settings
+        self.publisher = publisher
+        self.clock = clock
+        self.timeline = Timeline(cluster)
+        self.blind: dict[str, dict[str, str]] = {}  # uid -> blind interval of its deletion
+        self.cursor = "0-0"
+        self.applied_at = clock()  # wall time of the last event folded
+        self.dirty: set[str] = set()
+        self.written: dict[str, tuple[str, str, str]] = {}
+        self.last_flush = 0.0
+        self.nodes_dirty = True  # nodes_json is rewritten only when a node may have changed
+        self.nodes_written = 0.0  # clock() of the last nodes_json
+        self.last_sweep = clock()
+        self.last_snapshot = clock()
+        self.events = 0
+        self.behind = False  # the last read came back full
+        # Pods whose written verdict can change with time alone: all a sweep looks at.
+        self.timed: set[str] = set()
+        # (deletion time, uid) of deleted pods, oldest first: what retention forgets.
+        self.deletions: list[tuple[float, str]] = []
+        interval = settings.gc_settle_interval
+        self.tenure = Tenure(interval) if interval else None
+        self.saver: tuple[int, str, float] | None = None  # background snapshot: pid, cursor, start
+
+    # ------------------------------------------------------------ restore
+
+    def restore(self) -> None:
+        """Load the snapshot and fold the stream after it. After a clean hand-over the
+        stored views are the snapshot's, so only the pods the tail changed are written;
+        otherwise (a crash, a lost lease) every pod's view is rewritten."""
+        written = self.load()
+        if written is not None and self._store_matches(written):
+            self.written = written
+            self.timed = {uid for uid, (verdict, _, _) in written.items() if verdict in TIME_BASED}
+            self.deletions = [
+                (pod.milestones[DELETED], uid)
+                for uid, pod in self.timeline.pods.items()
+                if pod.milestones[DELETED] is not None
+            ]
+            heapq.heapify(self.deletions)
+            # Judged again as a continuing fold's sweep would: time, and the tail's node
+            # changes, move these without an event of their own.
+            self.dirty |= self.timed
+            self.flush()
+            return
+        # The store may hold views of pods this state no longer has (dropped, forgotten).
+        stored = set(self.client.hkeys(store.pods_key(self.cluster)))
+        stale = {uid.decode() for uid in stored} - set(self.timeline.pods)
+        self._clear_indexes()
+        self.dirty = set(self.timeline.pods)
+        self.flush(removed=sorted(stale))
+
+    def _store_matches(self, written: dict[str, tuple[str, str, str]]) -> bool:
+        """Nothing was flushed after the snapshot (by a worker that then died), and the
+        views hash holds a view for each pod of the snapshot, and no other."""
+        return self.clean_at(self.loaded_cursor) and self.client.hlen(
+            store.pods_key(self.cluster)
+        ) == len(written)
+
+    def clean_at(self, cursor: str | None) -> bool:
+        """The stored snapshot and the last flush both cover the stream up to ``cursor``."""
+        state = store.fold_state(self.client, self.cluster)
+        return cursor is not None and state.get("snapshot") == cursor == state.get("cursor")
+
+    def load(self) -> dict[str, tuple[str, str, str]] | None:
+        """The timeline as of the stream's end: the snapshot plus the entries after it.
+        Returns what the stored views were written from, if the snapshot says."""
+        written = None
+        self.loaded_cursor: str | None = None
+        raw = self.client.get(store.snapshot_key(self.cluster))
+        if raw is not None:
+            # Data only (MessagePack), never pickle: whoever can write to Redis must
+            # not be able to run code in the worker.
+            try:
+                saved = msgspec.msgpack.decode(raw, type=Snapshot)
+                if saved.version != SNAPSHOT_VERSION:
+                    raise ValueError(f"snapshot version {saved.version}")
+                self.timeline = load_state(saved.timeline)
+                self.blind, self.cursor = saved.blind, saved.cursor
+                written, self.loaded_cursor = saved.written, saved.cursor
+            except (ValueError, msgspec.DecodeError) as exc:
+                log.warning(
+                    "%s: snapshot unreadable (%s), folding the whole stream", self.cluster, exc
+                )
+        with paused_gc():
+            while self.fold(self._range(self.settings.batch * 5)):
+                pass
+        return written
+
+    def _clear_indexes(self) -> None:
+        pattern = store.index_key(self.cluster, "*", "*")
+        keys = list(self.client.scan_iter(match=pattern, count=1000))
+        for start in range(0, len(keys), 500):
+            self.client.delete(*keys[start : start + 500])
+        self.written = {}
+
+    def _range(self, count: int) -> list[tuple[str, bytes]]:
+        start = "-" if self.cursor == "0-0" else "(" + self.cursor
+        entries = self.client.xrange(store.events_key(self.cluster), min=start, count=count)
+        return [(i.decode(), f[store.STREAM_FIELD]) for i, f in entries]
+
+    # --------------------------------------------------------------- fold
+
+    def step(self) -> int:
+        """Fold what arrived, flush when due, then the periodic work. Entries folded.
+
+        With nothing to flush it waits on the stream up to block_ms (an entry wakes it at
+        once). With changes to flush it sleeps until their flush is due, then takes what
+        arrived meanwhile without waiting, so that goes out in the same flush: a blocked
+        XREAD ends only on the Redis server's clock tick (every 100 ms at the default hz
+        10), which would hold the flush back. While behind (the last read came back
+        full) it does not sleep at all.
+        """
+        if self.dirty:
+            if not self.behind:  # behind, it folds on until the flush is due
+                self._sleep_until_flush()
+            entries = self._read(block=None)
+        else:
+            entries = self._read(block=self.settings.block_ms)
+        count = self.fold(entries)
+        self.behind = count >= self.settings.batch
+        now = self.clock()
+        nodes_due = self.nodes_dirty and now - self.nodes_written >= NODES_INTERVAL
+        if (self.dirty or nodes_due) and now - self.last_flush >= self._window():
+            self.flush(nodes=nodes_due)
+            if self.tenure is not None:
+                self.tenure.settle()  # the pause falls in the next coalescing window
+        if now - self.last_sweep >= self.settings.sweep_interval:
+            self.sweep()
+            self.retain()
+        if self.saver is not None:
+            self._reap(wait=False)
+        elif now - self.last_snapshot >= self.settings.snapshot_interval:
+            self.snapshot_in_background()
+        return count
+
+    def _window(self) -> float:
+        if self.behind:
+            return self.settings.backlog_push_interval
+        return self.settings.push_interval
+
+    def _sleep_until_flush(self) -> None:
+        due = self.last_flush + self._window() - self.clock()
+        if due > 0:
+            time.sleep(min(due, self.settings.block_ms / 1000))
+
+    def close(self) -> None:
+        """End of the fold window: collect a background snapshot still being written, and
+        give the collector back what the fold kept from it (see gcpause.Tenure)."""
+        if self.saver is not None:
+            self._reap(wait=True)
+        if self.tenure is not None:
+            self.tenure.release()
+
+    def _read(self, block: int | None) -> list[tuple[str, bytes]]:
+        reply = self._reader.xread(
+            {store.events_key(self.cluster): self.cursor}, count=self.settings.batch, block=block
+        )
+        if not reply:
+            return []
+        # The raw reply (RESP3: {key: entries}; RESP2: [[key, entries]]), each entry
+        # [id, [field, line]]: a stream entry has the one field.
+        entries = next(iter(reply.values())) if isinstance(reply, dict) else reply[0][1]
+        return [(i.decode(), fields[1]) for i, fields in entries]
+
+    def fold(self, entries: list[tuple[str, bytes]]) -> int:
+        apply, dirty = self.timeline.apply, self.dirty
+        nodes_dirty = False
+        for entry_id, raw in entries:
+            event = _event(raw)
+            if event is not None:
+                pod = apply(event)
+                if pod is not None:
+                    dirty.add(pod.uid)
+                    if b'"blind"' in raw and event.type == "DELETED":
+                        self._note_blind(pod, raw)
+                else:
+                    nodes_dirty = True  # Node changes, and events about nodes, return None
+                    if b'"blind"' in raw and event.type == "DELETED":
+                        self._note_blind_node(raw)
+            self.cursor = entry_id
+        if nodes_dirty:
+            self.nodes_dirty = True
+        if self.timeline.merged:  # their views go at the next flush
+            dirty.update(self.timeline.merged)
+            self.timeline.merged.clear()
+        if entries:
+            self.applied_at = self.clock()
+            self.events += len(entries)
+        return len(entries)
+
+    def _note_blind(self, pod: PodState, raw: bytes) -> None:
+        blind = orjson.loads(raw).get("blind")
+        if isinstance(blind, dict) and pod.uid not in self.blind:
+            self.blind[pod.uid] = blind
+
+    def _note_blind_node(self, raw: bytes) -> None:
+        """A node gone while the watch was blind: its page says when it could have gone."""
+        line = orjson.loads(raw)
+        obj, blind = line.get("object") or {}, line.get("blind")
+        name = (obj.get("metadata") or {}).get("name")
+        if obj.get("kind") == "Node" and name and isinstance(blind, dict):
+            self.blind.setdefault(NODE_BLIND + name, blind)
+
+    def now(self) -> float:
+        """The cluster's clock: its last observed event, moved on by the wall clock since.
+        Live it is the present; for a replayed old trace it stays at the trace's time."""
+        last = self.timeline.last_observed
+        if last is None:
+            return self.clock()
+        return last + max(0.0, self.clock() - self.applied_at)
+
+    def view(self, pod: PodState, now: float) -> dict[str, Any]:
+        view = pod_view(self.timeline, pod, now, self.settings.stuck_after)
+        blind = self.blind.get(pod.uid)
+        # The deletion time of a pod that vanished while the watch was blind is only
+        # bounded: after `from`, by `to` (when the relist showed it gone).
+        view["deleted_blind"] = blind
+        return view
+
+    def flush(self, removed: list[str] | None = None, nodes: bool = True) -> None:
+        """Write the changed pods' views and the fold's progress, then push them. The
+        coalescing window counts from the start of the flush, so a pod waits at most one
+        window for it. ``nodes``: rebuild the nodes' summary if a node may have changed."""
+        self.last_flush = self.clock()
+        now = self.now()
+        pods = self.timeline.pods
+        views = {}
+        removed = list(removed or ())
+        for uid in self.dirty:
+            pod = pods.get(uid)
+            if pod is not None and not uid.startswith("name:"):
+                view = self.view(pod, now)
+                views[uid] = (view, pod.last_change)
+                self._track(uid, view["verdict"], pod.milestones[DELETED])
+            elif pod is None and uid in self.written:
+                removed.append(uid)  # merged into another pod since it was written
+        self.dirty = set()
+        for uid in removed or ():
+            self.timed.discard(uid)
+        stamp = format_time(now)
+        pipe = self.client.pipeline(transaction=False)
+        store.write_pods(pipe, self.cluster, views, self.written)
+        if removed:
+            store.drop_pods(pipe, self.cluster, removed, self.written)
+        progress: dict[str, Any] = {
+            "cursor": self.cursor,
+            "evaluated_at": stamp,
+            "stuck_after": repr(self.settings.stuck_after),
+            "pods": len(pods),
+            "nodes": len(self.timeline.nodes),
+            "events": self.events,
+            "flushed": repr(self.clock()),
+        }
+        if self.nodes_dirty and nodes:
+            # Every node, rebuilt: at 5,000 nodes too costly to redo on every flush.
+            progress["nodes_json"] = orjson.dumps(self._nodes())
+            self.nodes_dirty = False
+            self.nodes_written = self.clock()
+        pipe.hset(store.fold_key(self.cluster), mapping=progress)
+        pipe.execute()
+        if self.publisher is not None and (views or removed):
+            pushed = [view for view, _ in views.values()]
+            counts = queries.counts(self.client, self.cluster)["verdicts"]
+            for message in messages(self.cursor, pushed, removed or [], stamp, counts):
+                self.publisher.publish(message)
+
+    def _nodes(self) -> dict[str, Any]:
+        return {
+            name: {
+                "exists": node.exists,
+                "ready": node.ready,
+                "deleted": format_time(node.deleted) if node.deleted else None,
+                # Gone while the watch was blind: {stream, from, to}, else None.
+                "deleted_blind": None if node.exists else self.blind.get(NODE_BLIND + name),
+                "unschedulable": node.unschedulable,
+                "taints": node.taints,
+                # Readiness history for the nodes page: [from, to or None, why] per outage.
+                "down": [
+                    [format_time(a), format_time(b) if b else None, w] for a, b, w in node.down
+                ],
+            }
+            for name, node in self.timeline.nodes.items()
+        }
+
+    # ------------------------------------------------------ time and size
+
+    def _track(self, uid: str, verdict: str, deleted: float | None) -> None:
+        """Note what sweep and retain will look at, so neither walks every pod."""
+        if verdict in TIME_BASED:
+            self.timed.add(uid)
+        else:
+            self.timed.discard(uid)
+        if deleted is not None:
+            heapq.heappush(self.deletions, (deleted, uid))
+
+    def sweep(self) -> None:
+        """Re-judge pods whose verdict changes with time alone; write the ones that did."""
+        now = self.now()
+        self.last_sweep = self.clock()
+        for uid in self.timed:
+            pod = self.timeline.pods.get(uid)
+            if pod is not None:
+                judged = self.timeline.judge(pod, now, self.settings.stuck_after)
+                if judged.verdict != self.written.get(uid, ("", "", ""))[0]:
+                    self.dirty.add(uid)
+        if self.dirty:
+            self.flush()
+
+    def retain(self) -> None:
+        """Forget pods deleted longer ago than the retention; trim the stream by age."""
+        horizon = self.now() - self.settings.retention_hours * 3600
+        due: dict[str, None] = {}  # in deletion order, each pod once
+        deletions, pods = self.deletions, self.timeline.pods
+        while deletions and deletions[0][0] < horizon:
+            _, uid = heapq.heappop(deletions)
+            pod = pods.get(uid)
+            # A pod is pushed once per flush after its deletion: the first pop takes it.
+            if pod is not None and uid not in due:
+                deleted = pod.milestones[DELETED]
+                if deleted is not None and deleted < horizon:
+                    due[uid] = None
+        gone = list(due)
+        for uid in gone:
+            pod = self.timeline.pods.pop(uid)
+            if self.timeline.by_name.get(pod.key) == uid:
+                del self.timeline.by_name[pod.key]
+            self.blind.pop(uid, None)
+            self.timed.discard(uid)
+        if gone:
+            self.dirty.difference_update(gone)
+            pipe = self.client.pipeline(transaction=False)
+            store.drop_pods(pipe, self.cluster, gone, self.written)
+            pipe.execute()
+            if self.publisher is not None:
+                counts = queries.counts(self.client, self.cluster)["verdicts"]
+                stamp = format_time(self.now())
+                for message in messages(self.cursor, [], gone, stamp, counts):
+                    self.publisher.publish(message)
+
+    def snapshot(self) -> None:
+        """Save the timeline with the id it covers; only then may the stream before it go.
+        In the foreground: for the end of a fold window, and tests."""
+        if self.saver is not None:
+            self._reap(wait=True)
+        self.last_snapshot = self.clock()
+        # With nothing waiting to be flushed, the stored views are this state's.
+        blob = self._snapshot_blob(self.written if not self.dirty else None)
+        if _save_snapshot(self.client, self.cluster, blob, self.cursor):
+            self._trim(self.cursor)
+
+    def snapshot_in_background(self) -> None:
+        """The periodic snapshot, written by a forked copy of this process (as Redis's
+        BGSAVE does): serializing 150,000 pods takes most of a second, which the live
+        path must not wait for. The parent trims the stream once the copy has saved."""
+        self.last_snapshot = self.clock()
+        cursor = self.cursor
+        pid = os.fork()
+        if pid == 0:  # the copy: only the forking thread exists here, so no logging
+            code = 1
+            try:
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGURG):
+                    signal.signal(sig, signal.SIG_DFL)
+                os.nice(19)  # the live path in the parent comes first
+                pool = copy.copy(self.client.connection_pool)
+                pool.reset()  # the parent's sockets stay the parent's
+                client = redis.Redis(connection_pool=pool)
+                saved = _save_snapshot(client, self.cluster, self._snapshot_blob(), cursor)
+                code = 0 if saved else 3
+            except BaseException:  # the exit code is the report
+                code = 2
+            finally:
+                os._exit(code)
+        self.saver = (pid, cursor, time.monotonic())
+
+    def _reap(self, wait: bool) -> None:
+        """Collect the background snapshot's copy; trim the stream when it saved."""
+        assert self.saver is not None
+        pid, cursor, started = self.saver
+        if not wait and time.monotonic() - started > SAVER_TIMEOUT:
+            os.kill(pid, signal.SIGKILL)
+            log.warning("%s: background snapshot over %ds: killed", self.cluster, SAVER_TIMEOUT)
+            wait = True
+        try:
+            done, status = os.waitpid(pid, 0 if wait else os.WNOHANG)
+            code = os.waitstatus_to_exitcode(status) if done else None
+        except ChildProcessError:  # reaped by someone else: the stored cursor tells
+            stored = store.fold_state(self.client, self.cluster).get("snapshot")
+            code = 0 if stored == cursor else 1
+        if code is None:
+            return
+        self.saver = None
+        if code == 0:
+            self._trim(cursor)
+        elif code != 3:  # 3: a newer snapshot was there already
+            log.warning("%s: background snapshot failed (exit %s)", self.cluster, code)
+
+    def _snapshot_blob(self, written: dict[str, tuple[str, str, str]] | None = None) -> bytes:
+        state = dump_state(self.timeline)
+        return msgspec.msgpack.encode(
+            Snapshot(SNAPSHOT_VERSION, state, self.blind, self.cursor, written)
+        )
+
+    def _trim(self, cursor: str) -> None:
+        """The stream keeps what is younger than the retention, at most max_events, and
+        never drops an entry the snapshot (covering up to ``cursor``) does not cover."""
+        age_ms = int((self.clock() - self.settings.retention_hours * 3600) * 1000)
+        covered = store.stream_id_key(cursor)
+        minid = min((age_ms, 0), covered)
+        key = store.events_key(self.cluster)
+        if minid > (0, 0):
+            self.client.xtrim(key, minid=f"{minid[0]}-{minid[1]}", approximate=True)
+        length = self.client.xlen(key)
+        if length > self.settings.max_events:
+            # Only entries the snapshot covers may go.
+            first = self.client.xrange(key, count=length - self.settings.max_events)
+            if first and store.stream_id_key(first[-1][0]) <= covered:
+                self.client.xtrim(key, minid=first[-1][0], approximate=True)
+
+
+def _unparsed(response: Any, **_: Any) -> Any:
+    return response
+
+
+def _save_snapshot(client: redis.Redis, cluster: str, blob: bytes, cursor: str) -> bool:
+    """Store a snapshot covering the stream up to ``cursor``, unless a newer one is there."""
+    scratch = f"{store.snapshot_key(cluster)}:saving:{os.getpid()}"
+    client.delete(scratch)
+    view = memoryview(blob)
+    for start in range(0, max(1, len(blob)), SNAPSHOT_PIECE):
+        pipe = client.pipeline(transaction=False)
+        pipe.append(scratch, view[start : start + SNAPSHOT_PIECE].tobytes())
+        pipe.expire(scratch, SCRATCH_TTL)
+        pipe.execute()
+    keys = [store.snapshot_key(cluster), store.fold_key(cluster), scratch]
+    return bool(client.eval(SAVE_SNAPSHOT, 3, *keys, cursor))
+
+
+def _event(raw: bytes) -> WatchEvent | None:
+    """A stream entry as a watch event; None for what the fold cannot use."""
+    try:
+        line = LINE_DECODER.decode(raw)
+    except DecodeError:
+        return None
+    if line.object is None or line.type is None or line.observed is None:
+        return None
+    at = observed_time(line.observed)
+    if at is None:
+        return None
+    return WatchEvent(line.observed, line.type, line.object, line.cluster, 0, at, raw)

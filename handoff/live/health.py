@@ -1,0 +1,190 @@
+"""What /healthz reports: Redis reachability, the Celery worker heartbeat, and each
+watch stream: lag, holder, errors, and whether it is failing.
+
+Reports carry numbers and error class names only: /healthz is unauthenticated, so no
+hostnames, URLs or messages that could carry credentials.
+"""
+
+import time
+from dataclasses import dataclass
+
+import redis
+
+from handoff.live import store
+
+HEARTBEAT_KEY = "handoff:health:worker-heartbeat"
+
+
+def write_heartbeat(client: redis.Redis, now: float) -> None:
+    client.set(HEARTBEAT_KEY, repr(now))
+
+
+def check_redis(client: redis.Redis) -> dict:
+    started = time.perf_counter()
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        return {"ok": False, "error": type(exc).__name__}
+    latency_ms = (time.perf_counter() - started) * 1000
+    return {"ok": True, "latency_ms": round(latency_ms, 2)}
+
+
+def check_celery(client: redis.Redis, now: float, stale_after: float) -> dict:
+    try:
+        raw = client.get(HEARTBEAT_KEY)
+    except redis.RedisError as exc:
+        return {"ok": False, "error": type(exc).__name__}
+    if raw is None:
+        return {"ok": False, "heartbeat_age_s": None, "stale_after_s": stale_after}
+    age = max(0.0, now - float(raw))
+    return {
+        "ok": age <= stale_after,
+        "heartbeat_age_s": round(age, 1),
+        "stale_after_s": stale_after,
+    }
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """When a stream counts as failing (Django settings HANDOFF_STREAM_*_LIMIT)."""
+
+    errors: int = 3  # failed API calls in a row
+    unheld_s: float = 30.0  # no live lease for this long (and no successor)
+    silence_s: float = 300.0  # a held watch heard nothing from the API server
+    fold_lag_s: float = 30.0  # oldest entry the fold has not folded yet
+
+
+def configured_limits() -> StreamLimits:
+    """The limits from Django settings (docs/configuration.md)."""
+    from django.conf import settings
+
+    return StreamLimits(
+        errors=settings.HANDOFF_STREAM_ERROR_LIMIT,
+        unheld_s=float(settings.HANDOFF_STREAM_UNHELD_LIMIT),
+        silence_s=float(settings.HANDOFF_STREAM_SILENCE_LIMIT),
+        fold_lag_s=float(settings.HANDOFF_FOLD_LAG_LIMIT),
+    )
+
+
+WATCHES = frozenset(store.WATCH_RESOURCES)
+
+
+def check_streams(client: redis.Redis, now: float, limits: StreamLimits | None = None) -> dict:
+    """Per cluster, per stream: lag (now - last event), lease holder, last error, events/s,
+    and ``ok`` with the ``problem`` when the stream is failing.
+
+    The holder is reported as held or not only: its value names a host. Error texts are
+    class names and HTTP statuses (see handoff/sources), never messages from the server.
+    """
+    limits = limits or configured_limits()
+    report: dict[str, dict] = {}
+    for name, config in store.clusters(client).items():
+        report[name] = {
+            stream: _stream_health(client, name, stream, now, limits) for stream in config.streams()
+        }
+    return report
+
+
+def _stream_health(
+    client: redis.Redis, cluster: str, stream: str, now: float, limits: StreamLimits
+) -> dict:
+    state = store.stream_state(client, cluster, stream)
+    holder = store.holder(client, cluster, stream)
+    last = _float(state.get("last_event"))
+    started = _float(state.get("started"))
+    events = int(state.get("events") or 0)
+    since = int(state.get("events_at_start") or 0)
+    window = now - started if started is not None else None
+    behind = _fold_behind(client, cluster, now) if stream == store.FOLD else None
+    problem = _problem(state, holder is not None, stream, now, behind, limits)
+    return {
+        "ok": problem is None,
+        "problem": problem,
+        "held": holder is not None,
+        "lag_s": None if last is None else round(max(0.0, now - last), 1),
+        "silent_s": _age(state.get("seen"), now),
+        "behind_s": behind,
+        "events": events,
+        "events_per_s": round((events - since) / window, 1) if window and window > 0 else None,
+        "failures": int(state.get("failures") or 0),
+        "last_error": state.get("last_error") or None,
+        "error_age_s": _age(state.get("error_at"), now),
+    }
+
+
+def _problem(
+    state: dict[str, str],
+    held: bool,
+    stream: str,
+    now: float,
+    behind: float | None,
+    limits: StreamLimits,
+) -> str | None:
+    """Why the stream is failing, in words (numbers and class names only), or None."""
+    failures = int(state.get("failures") or 0)
+    if failures >= limits.errors:
+        return f"{failures} failed calls in a row, last: {state.get('last_error') or '?'}"
+    if not held:
+        if state.get("finished"):
+            return None  # a simulator run that ended: nothing to hold
+        # Since when nobody holds it: the last renewal, start, or the cluster's registration.
+        marks = [_float(state.get(f)) for f in ("renewed", "started", "registered")]
+        since = max((m for m in marks if m is not None), default=None)
+        if since is not None and now - since > limits.unheld_s:
+            return f"no holder for {now - since:.0f}s (lease lapsed, no successor)"
+        return None
+    if stream in WATCHES:
+        seen = _float(state.get("seen"))
+        if seen is not None and now - seen > limits.silence_s:
+            return f"nothing from the API server for {now - seen:.0f}s"
+    if behind is not None and behind > limits.fold_lag_s:
+        return f"fold {behind:.0f}s behind its stream"
+    return None
+
+
+def _fold_behind(client: redis.Redis, cluster: str, now: float) -> float:
+    """Age of the oldest stream entry the fold has not folded yet (0 when caught up)."""
+    cursor = store.fold_state(client, cluster).get("cursor", "0-0")
+    start = "-" if cursor == "0-0" else "(" + cursor
+    first = client.xrange(store.events_key(cluster), min=start, count=1)
+    if not first:
+        return 0.0
+    return round(max(0.0, now - store.stream_id_key(first[0][0])[0] / 1000), 1)
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
+def _age(text: str | None, now: float) -> float | None:
+    at = _float(text)
+    return None if at is None else round(max(0.0, now - at), 1)
+
+
+def report(
+    client: redis.Redis, now: float, stale_after: float, limits: StreamLimits | None = None
+) -> dict:
+    """The whole answer of /healthz: unhealthy when Redis, the workers or a stream fail."""
+    result = {"redis": check_redis(client)}
+    result["celery"] = (
+        check_celery(client, now, stale_after)
+        if result["redis"]["ok"]
+        else {
+            "ok": False,
+            "error": "redis unreachable",
+        }
+    )
+    result["streams"] = check_streams(client, now, limits) if result["redis"]["ok"] else {}
+    failing = [
+        f"{cluster}/{stream}: {s['problem']}"
+        for cluster, streams in result["streams"].items()
+        for stream, s in streams.items()
+        if not s["ok"]
+    ]
+    if failing:
+        result["failing"] = failing
+    healthy = result["redis"]["ok"] and result["celery"]["ok"] and not failing
+    return {"status": "ok" if healthy else "unhealthy", **result}

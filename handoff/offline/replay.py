@@ -1,0 +1,116 @@
+"""A recorded trace folded up to any moment, quickly, for the replay pages.
+
+The trace's events are kept in memory in observed order. While they are folded once from
+start to end, the timeline is saved every ``every`` events (``timeline.dump_state``:
+MessagePack data). Seeking to a time loads the nearest checkpoint at or before it and folds
+only the events between, so moving a slider costs at most ``every`` events, not the trace.
+
+Events are ordered by their observed time (a stable sort: within one watch the order is
+kept). The fold does not depend on how the pod, node and event watches interleave, so the
+state at ``at`` equals ``timeline.fold(events, until=at)``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from handoff.core.gcpause import paused_gc
+from handoff.core.timeline import Timeline, dump_state, load_state
+from handoff.core.trace import LineError, WatchEvent
+from handoff.interop.importers import open_events
+
+# At most this many checkpoints are kept, whatever the trace's length: memory stays
+# bounded by (checkpoints x state size), seeking by (events / checkpoints) folds.
+MAX_CHECKPOINTS = 64
+
+
+class EmptyTrace(ValueError):
+    """The file holds no watch event the fold can use."""
+
+
+class ReplayState:
+    """One trace, foldable to any time between its first and last event."""
+
+    def __init__(
+        self,
+        events: Iterable[WatchEvent],
+        cluster: str | None = None,
+        errors: Iterable[LineError] = (),
+        every: int = 5000,
+    ) -> None:
+        ordered = sorted(events, key=WatchEvent.time)
+        if not ordered:
+            raise EmptyTrace("the trace has no watch events")
+        self.events = ordered
+        self.times = [event.time() for event in ordered]
+        self.cluster = cluster
+        self.errors = list(errors)
+        self.skipped: dict[str, int] = {}
+        self.every = max(every, math.ceil(len(ordered) / MAX_CHECKPOINTS))
+        # checkpoints[i] is the state after the first i * every events.
+        self.checkpoints: list[bytes] = []
+        self._lock = threading.RLock()
+        self._working: Timeline | None = None
+        self._position = 0
+        self._build()
+
+    @classmethod
+    def from_file(cls, path: str | Path, every: int = 5000) -> ReplayState:
+        """Any input the importers read: trace v1, kubectl output, an audit log."""
+        reader = open_events(path)
+        events = list(reader)
+        cluster = reader.header.cluster if reader.header else None
+        state = cls(events, cluster, reader.errors, every)
+        state.skipped = dict(reader.skipped)
+        return state
+
+    @property
+    def start(self) -> float:
+        return self.times[0]
+
+    @property
+    def end(self) -> float:
+        return self.times[-1]
+
+    def _build(self) -> None:
+        timeline = Timeline(self.cluster)
+        with paused_gc():
+            for index, event in enumerate(self.events):
+                if index % self.every == 0:
+                    self.checkpoints.append(dump_state(timeline))
+                timeline.apply(event)
+        self._working, self._position = timeline, len(self.events)
+
+    def count_until(self, at: float) -> int:
+        """How many events were observed at or before ``at``."""
+        return bisect.bisect_right(self.times, at)
+
+    @contextmanager
+    def seek(self, at: float) -> Iterator[Timeline]:
+        """The timeline at ``at``, held for the caller alone until the block ends."""
+        with self._lock:
+            yield self.timeline_at(at)
+
+    def timeline_at(self, at: float) -> Timeline:
+        """The timeline as it was at ``at`` (every event observed up to then, folded).
+
+        The returned timeline is shared until the next call: read it, don't change it.
+        """
+        target = self.count_until(at)
+        with self._lock:
+            slot = min(target // self.every, len(self.checkpoints) - 1)
+            base = slot * self.every
+            working = self._working
+            if working is None or not base <= self._position <= target:
+                working = load_state(self.checkpoints[slot])
+                self._position = base
+            with paused_gc():
+                for event in self.events[self._position : target]:
+                    working.apply(event)
+            self._working, self._position = working, target
+            return working

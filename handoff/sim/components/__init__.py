@@ -1,0 +1,1 @@
+"""The simulated control plane and kubelets, one module per Kubernetes component."""

@@ -1,0 +1,69 @@
+"""The ingest and live-latency sections of `manage.py bench` against the real processes
+they start (redis-server, a Celery worker, Daphne), on small inputs: the numbers they
+report must describe what really went through."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from devtools import bench
+from handoff.core.report import build_report
+from handoff.core.timeline import fold_file
+from handoff.core.trace import TraceReader
+
+TRACES = Path(__file__).parent.parent / "data" / "traces"
+
+
+@pytest.fixture
+def services(tmp_path: Path):
+    started = bench.Services(tmp_path)
+    yield started
+    started.stop()
+
+
+def test_ingest_folds_every_event_of_the_trace_into_pod_views(services):
+    trace = TRACES / "node-lost.jsonl"
+    results = bench.Results(bench.machine(), "test")
+    run = bench.run_ingest_benchmarks(results, services, trace)
+    timeline, _ = fold_file(trace)
+    assert run.lines == sum(1 for _ in TraceReader(trace))
+    assert run.pods == len(build_report(timeline)["pods"])
+    assert run.views_bytes > 200 * run.pods  # a view is JSON of a few hundred bytes at least
+    rate, memory = results.figures
+    assert rate.unit == "events/s"
+    assert rate.value > 0
+    assert memory.value == round(run.views_bytes / run.pods)
+    assert results.series["ingest throughput"][-1]["events"] == run.lines
+
+
+@pytest.mark.slow
+def test_live_latency_sees_every_pod_through_daphne_and_the_group(services):
+    rows = bench.live_latency(services, rates=[200], seconds=2.0, warmup=0.5)
+    (row,) = rows
+    assert row["events"] == 400
+    for path in ("websocket", "group"):
+        assert row[path]["missing"] == 0, path
+        assert row[path]["n"] == 300
+        assert 0 < row[path]["p50_ms"] <= row[path]["p99_ms"] < 5000
+    # Daphne forwards what it gets from the group: the browser cannot be first.
+    assert row["group"]["p50_ms"] <= row["websocket"]["p50_ms"]
+    assert row["cpu_s_per_1k_pods"]["worker"] > 0
+
+
+@pytest.mark.slow
+def test_the_command_writes_json_and_figures(tmp_path):
+    out = tmp_path / "bench.json"
+    call_command(
+        "bench", "--trace", str(TRACES / "podgc-new-style.jsonl"), "--only", "ingest",
+        "--json", str(out), "--figures", str(tmp_path / "fig"), stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )  # fmt: skip
+    data = json.loads(out.read_text())
+    assert next(f["name"] for f in data["figures"]).startswith("ingest")
+    assert (tmp_path / "fig" / "benchmarks-throughput.png").stat().st_size > 10_000
+    assert (tmp_path / "fig" / "benchmarks-throughput.html").exists()

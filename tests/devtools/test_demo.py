@@ -1,0 +1,271 @@
+"""`python manage.py demo`: brings the stack up, and never leaves a process behind."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from devtools.devstack import Child, Devstack, free_port, group_members, start_time
+from tests.conftest import BASE_DIR, spawn, stop, wait_until
+
+
+def processes_of_run(run_dir: Path) -> list[int]:
+    """Every live process started for this run dir: supervisor, children, grandchildren."""
+    marker = f"HANDOFF_RUN_DIR={run_dir}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in environ and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def snapshot(run_dir: Path) -> set[tuple[int, int]]:
+    """(pid, start time) of every process of a running demo.
+
+    The environment marks most of them; redis-server rewrites its environ for its process
+    title, so the process groups recorded in the pidfile are added.
+    """
+    pids = set(processes_of_run(run_dir))
+    record = json.loads((run_dir / "demo.pid").read_text())
+    for child in record["children"]:
+        pids.update(group_members(child["pid"], child["started"]))
+    return {(pid, start_time(pid)) for pid in pids} - {(pid, None) for pid in pids}
+
+
+def alive(processes: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    return {(pid, started) for pid, started in processes if start_time(pid) == started}
+
+
+def healthz(port: int) -> int | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+            return r.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
+
+
+def start_demo(run_dir: Path, port: int, simulator: bool = False) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}  # Private redis-server.
+    env.update(HANDOFF_RUN_DIR=str(run_dir), PYTHONUNBUFFERED="1")
+    argv = [sys.executable, "manage.py", "demo", "--port", str(port)]
+    if not simulator:
+        argv.append("--no-simulator")
+    return spawn(argv, run_dir.parent / f"{run_dir.name}-demo.log", env)
+
+
+def healthz_body(port: int) -> dict:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return json.loads(exc.read())
+    except OSError:
+        return {}
+
+
+def demo_output(run_dir: Path) -> str:
+    return (run_dir.parent / f"{run_dir.name}-demo.log").read_text()
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path):
+    path = tmp_path / "run"
+    path.mkdir()
+    yield path
+    # Whatever a failed test left behind must not outlive it.
+    for pid in processes_of_run(path):
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_it_serves_a_healthy_stack_and_stops_every_child_on_sigint(run_dir):
+    port = free_port()
+    demo = start_demo(run_dir, port)
+    try:
+        url_printed = f"Handoff is running at http://127.0.0.1:{port}/"
+        wait_until(lambda: url_printed in demo_output(run_dir), 45, "the URL")
+        wait_until(lambda: healthz(port) == 200, 30, "a healthy /healthz")
+        record = json.loads((run_dir / "demo.pid").read_text())
+        names = [c["name"] for c in record["children"]]
+        assert names == ["redis", "worker", "watcher", "beat", "web"]
+        processes = snapshot(run_dir)
+        assert len(processes) >= 7  # Supervisor, 5 children, the workers' pools.
+
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(timeout=30) == 0
+    finally:
+        if demo.poll() is None:
+            stop(demo)
+    assert alive(processes) == set()
+    assert processes_of_run(run_dir) == []
+    assert not (run_dir / "demo.pid").exists()
+    for name in ("redis", "worker", "beat", "web", "migrate"):
+        assert (run_dir / f"{name}.log").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_it_watches_the_simulator_live_like_any_cluster(run_dir):
+    port = free_port()
+    demo = start_demo(run_dir, port, simulator=True)
+    try:
+        wait_until(lambda: healthz(port) == 200, 75, "a healthy /healthz")
+
+        def streams() -> dict:
+            return healthz_body(port).get("streams", {}).get("demo", {})
+
+        # The worker lists and watches the served simulator through the kubernetes
+        # client, and the fold worker folds what it streams.
+        wait_until(
+            lambda: all(streams().get(s, {}).get("events", 0) > 0 for s in ("pods", "fold")),
+            90,
+            "the demo cluster's pods streamed and folded",
+        )
+        wait_until(
+            lambda: all(streams().get(s, {}).get("held") for s in ("pods", "nodes", "events")),
+            60,
+            "a live watcher holding every stream",
+        )
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(timeout=60) == 0
+    finally:
+        if demo.poll() is None:
+            stop(demo)
+    assert processes_of_run(run_dir) == []
+
+
+@pytest.mark.slow
+@pytest.mark.faults
+def test_it_leaves_no_strays_after_a_killed_run(run_dir):
+    port = free_port()
+    first = start_demo(run_dir, port)
+    wait_until(lambda: healthz(port) == 200, 45, "the first run's /healthz")
+    first_processes = snapshot(run_dir)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=5)
+
+    second = start_demo(run_dir, port)
+    try:
+        wait_until(lambda: healthz(port) == 200, 45, "the second run's /healthz")
+        assert alive(first_processes) == set()
+        record = json.loads((run_dir / "demo.pid").read_text())
+        assert record["supervisor"]["pid"] == second.pid
+        second_processes = snapshot(run_dir)
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(timeout=30) == 0
+    finally:
+        if second.poll() is None:
+            stop(second)
+    assert alive(second_processes) == set()
+    assert processes_of_run(run_dir) == []
+
+
+# The steps alone, without Redis, Celery or Daphne.
+
+
+def stack(run_dir: Path) -> Devstack:
+    return Devstack(base_dir=BASE_DIR, run_dir=run_dir, out=io.StringIO(), stop_timeout=3)
+
+
+def sleeper(run_dir: Path) -> subprocess.Popen:
+    """A process group of two: a shell and a background sleep, like a worker and its pool."""
+    env = {**os.environ, "HANDOFF_RUN_DIR": str(run_dir)}
+    return spawn(["sh", "-c", "sleep 60 & exec sleep 60"], run_dir / "sleeper.log", env)
+
+
+def test_it_reaps_children_recorded_by_a_dead_run(run_dir):
+    leftover = sleeper(run_dir)
+    wait_until(lambda: len(processes_of_run(run_dir)) == 2, 5, "the sleepers")
+    record = {
+        "supervisor": {"pid": 999999999, "started": 1},
+        "children": [{"name": "x", "pid": leftover.pid, "started": start_time(leftover.pid)}],
+    }
+    (run_dir / "demo.pid").write_text(json.dumps(record))
+
+    stack(run_dir).reap_previous_run()
+
+    leftover.wait(timeout=5)
+    wait_until(lambda: processes_of_run(run_dir) == [], 5, "the reaped group to go")
+    assert not (run_dir / "demo.pid").exists()
+
+
+def test_it_spares_a_recycled_pid(run_dir):
+    stranger = sleeper(run_dir)
+    wait_until(lambda: len(processes_of_run(run_dir)) == 2, 5, "the sleepers")
+    record = {
+        # The same pid, but not started when this one was: a recycled pid.
+        "supervisor": {"pid": stranger.pid, "started": start_time(stranger.pid) - 1},
+        "children": [{"name": "x", "pid": stranger.pid, "started": start_time(stranger.pid) - 1}],
+    }
+    (run_dir / "demo.pid").write_text(json.dumps(record))
+    try:
+        stack(run_dir).reap_previous_run()
+        assert stranger.poll() is None
+    finally:
+        stop(stranger)
+
+
+def test_it_stops_when_a_required_child_exits(run_dir):
+    devstack = stack(run_dir)
+    devstack.spawn(Child("worker", ["sh", "-c", "exit 3"]))
+    devstack.children[0].proc.wait(timeout=5)
+    assert devstack.step() is False
+    assert devstack.exit_code == 1
+    assert "worker exited with code 3" in devstack.out.getvalue()
+    devstack.shutdown()
+
+
+def test_it_carries_on_when_an_optional_child_exits(run_dir):
+    devstack = stack(run_dir)
+    devstack.spawn(Child("simulator", ["true"], required=False))
+    devstack.children[0].proc.wait(timeout=5)
+    assert devstack.step() is True
+    assert devstack.children == []
+    assert devstack.exit_code == 0
+
+
+def test_a_signal_only_sets_the_flag_and_the_next_step_stops(run_dir):
+    devstack = stack(run_dir)
+    devstack.request_stop(signal.SIGTERM, None)
+    assert devstack.stopping is True
+    assert devstack.step() is False
+    assert devstack.exit_code == 0
+
+
+def test_shutdown_kills_what_ignores_sigterm(run_dir):
+    devstack = stack(run_dir)
+    devstack.stop_timeout = 0.5
+    devstack.spawn(Child("stubborn", ["sh", "-c", "trap '' TERM; sleep 60 & wait"]))
+    wait_until(lambda: len(processes_of_run(run_dir)) == 2, 5, "the stubborn group")
+    started = time.monotonic()
+    devstack.shutdown()
+    assert time.monotonic() - started < 5
+    wait_until(lambda: processes_of_run(run_dir) == [], 5, "the stubborn group to die")
+
+
+def test_free_port_moves_past_a_busy_port():
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        assert free_port("127.0.0.1", taken, tries=20) != taken

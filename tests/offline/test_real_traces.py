@@ -1,0 +1,130 @@
+"""The honest yardstick: real cluster data, read by the importers (tests/real_data.py),
+folded without error, judged as an operator would judge it."""
+
+from __future__ import annotations
+
+import pytest
+
+from handoff.core.report import build_report
+from handoff.core.timeline import fold
+from tests.real_data import REAL, load, real_files
+
+
+@pytest.mark.parametrize("path", real_files(), ids=lambda p: p.name[:60])
+def test_it_folds_every_real_file_without_error(path):
+    report = build_report(fold(load(path)))
+
+    assert report["error_count"] == 0
+    assert report["summary"]["pods"] == len(report["pods"])
+    for pod in report["pods"]:
+        assert pod["verdict"]
+        assert pod["explanation"]
+
+
+def _sonobuoy_kube_system():
+    prefix = "vmware-tanzu__sonobuoy__pkg_client_results_testdata_results-0.10.tar.gz__"
+    pods = load(REAL / f"{prefix}resources_ns_kube-system_Pods.json")
+    events = load(REAL / f"{prefix}resources_ns_kube-system_Events.json")
+    return sorted(pods + events, key=lambda e: e.observed)
+
+
+def test_it_joins_sonobuoy_pods_and_events_by_uid():
+    report = build_report(fold(_sonobuoy_kube_system()))
+    pods = {p["name"]: p for p in report["pods"]}
+
+    assert len(pods) == 14
+    assert all(p["verdict"] == "running" for p in pods.values())
+    dns = next(p for name, p in pods.items() if name.startswith("kube-dns"))
+    reasons = [e["reason"] for e in dns["events"]]
+    assert reasons.index("FailedScheduling") < reasons.index("Scheduled")
+    assert "Started" in reasons
+    assert dns["binding"] == "scheduler"
+    durations = dns["durations"]
+    assert durations["create_to_bind"] > 0
+    assert durations["create_to_running"] >= durations["create_to_bind"]
+
+
+def test_it_marks_the_real_evicted_pod_evicted():
+    path = REAL / (
+        "vmware-tanzu__sonobuoy__pkg_client_results_testdata_results-0.9.tar.gz__"
+        "resources_ns_default_Pods.json"
+    )
+    report = build_report(fold(load(path)))
+
+    (pod,) = report["pods"]
+    assert (pod["verdict"], pod["reason"]) == ("evicted", "Evicted")
+    assert "low on resource" in pod["explanation"]
+
+
+def test_it_reads_scheduler_side_node_affinity_as_unscheduled_not_rejected():
+    path = (
+        REAL
+        / "replicatedhq__troubleshoot__pkg_analyze_files_pods_message-pending-node-affinity.json"
+    )
+    report = build_report(fold(load(path)))
+
+    (pod,) = report["pods"]
+    assert (pod["verdict"], pod["reason"]) == ("unscheduled", "Unschedulable")
+    assert "didn't match Pod's node affinity/selector" in pod["explanation"]
+
+
+def test_it_sees_image_pull_backoff_in_a_real_event_list():
+    path = (
+        REAL / "replicatedhq__troubleshoot__pkg_analyze_files_events_message-image-pull-fail.json"
+    )
+    report = build_report(fold(load(path)), stuck_after=60)
+
+    stuck = [p for p in report["pods"] if p["verdict"] == "stuck"]
+    assert stuck
+    assert {p["reason"] for p in stuck} <= {"ImagePullBackOff", "ErrImagePull"}
+
+
+def test_it_keeps_pending_kind_pods_without_kubelet_sign_out_of_running():
+    path = REAL / (
+        "vmware-tanzu__sonobuoy__pkg_discovery_testdata_healthsummary_resources_ns_kube-system_"
+        "core_v1_pods.json"
+    )
+    report = build_report(fold(load(path)))
+    verdicts = {p["name"]: p["verdict"] for p in report["pods"]}
+
+    assert sum(1 for v in verdicts.values() if v == "running") == 10
+    assert all(v != "running" for n, v in verdicts.items() if n.startswith("coredns"))
+
+
+def test_it_reads_the_sonobuoy_pair_as_one_concatenated_input(tmp_path):
+    prefix = "vmware-tanzu__sonobuoy__pkg_client_results_testdata_results-0.10.tar.gz__"
+    both = tmp_path / "kube-system.json"
+    both.write_bytes(
+        (REAL / f"{prefix}resources_ns_kube-system_Pods.json").read_bytes()
+        + b"\n"
+        + (REAL / f"{prefix}resources_ns_kube-system_Events.json").read_bytes()
+    )
+    pods = {p["name"]: p for p in build_report(fold(load(both)))["pods"]}
+    dns = next(p for name, p in pods.items() if name.startswith("kube-dns"))
+
+    assert len(pods) == 14
+    # kube-dns waited for a Ready node (FailedScheduling for minutes), then ran.
+    assert dns["durations"]["create_to_bind"] > 60
+    assert 0 < dns["durations"]["bind_to_running"] < 60
+    assert dns["milestones"]["bound"] < dns["milestones"]["running"]
+
+
+def test_it_reads_the_2015_watch_stream_with_its_legacy_host_field():
+    path = REAL / "ManageIQ__kubeclient__test_json_watch_stream_b3.json"
+    (pod,) = build_report(fold(load(path)))["pods"]
+
+    assert pod["node"] == "127.0.0.1"
+    assert pod["binding"] == "scheduler"
+    assert pod["verdict"] == "deleted"
+
+
+def test_it_reads_the_real_audit_log_and_finds_no_pod_writes_in_it():
+    from handoff.interop.importers import open_events
+
+    reader = open_events(REAL / "liggitt__audit2rbac__testdata_demo.log")
+    events = list(reader)
+
+    assert reader.format == "audit"
+    assert events == []
+    assert reader.errors == []
+    assert sum(reader.skipped.values()) == 757

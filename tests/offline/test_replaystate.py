@@ -1,0 +1,57 @@
+"""ReplayState: folding to a time through checkpoints gives what a full fold gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from handoff.core.report import build_report
+from handoff.core.timeline import fold
+from handoff.core.trace import TraceReader
+from handoff.offline.replay import MAX_CHECKPOINTS, EmptyTrace, ReplayState
+
+TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
+
+
+def report_at(timeline, at: float) -> dict:
+    report = build_report(timeline, at=at)
+    report.pop("cluster")
+    return report
+
+
+@pytest.mark.parametrize(
+    "name", ["stuck-node-missing.jsonl", "rejected-outofcpu.jsonl", "node-lost.jsonl"]
+)
+def test_it_folds_to_any_time_like_a_full_fold(name: str) -> None:
+    events = list(TraceReader(TRACES / name))
+    state = ReplayState(events, every=3)
+    times = sorted({e.time() for e in events})
+    # Forwards, backwards and jumping about: the working timeline is reused or reloaded.
+    picks = [*times[:: max(1, len(times) // 7)], times[-1], times[0], times[len(times) // 2]]
+    for at in picks:
+        expected = report_at(fold(events, until=at), at)
+        assert report_at(state.timeline_at(at), at) == expected, at
+
+
+def test_it_reads_a_trace_file_with_its_cluster_and_range() -> None:
+    state = ReplayState.from_file(TRACES / "rejected-outofcpu.jsonl")
+    assert state.cluster == "kind-manual"
+    assert state.start < state.end
+    assert state.count_until(state.start - 1) == 0
+    assert state.count_until(state.end) == len(state.events)
+
+
+def test_it_refuses_a_file_without_events(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b'{"handoff_trace":1}\nnot json\n')
+    with pytest.raises(EmptyTrace):
+        ReplayState.from_file(path)
+
+
+def test_it_keeps_at_most_the_checkpoint_cap() -> None:
+    events = list(TraceReader(TRACES / "scheduled-running.jsonl")) * 40
+    assert len(events) > 2 * MAX_CHECKPOINTS
+    state = ReplayState(events, every=1)
+    assert len(state.checkpoints) <= MAX_CHECKPOINTS
+    assert state.timeline_at(state.end).events_applied == len(events)

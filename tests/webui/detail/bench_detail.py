@@ -1,0 +1,134 @@
+"""Benchmark of the detail pages' server side (not a test: run it by hand).
+
+    .venv/bin/python -m tests.webui.detail.bench_detail [--pods 150000] [--replay-pods 50000]
+
+Starts a private redis-server, folds a 10,000-pod trace through the real fold worker,
+copies the stored views up to --pods, then times (median of 5) what the fleet, nodes and
+pod endpoints do per request, and what the replay does: fold a --replay-pods trace once
+with checkpoints, then seek to random times and build a board page there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import django
+import orjson
+import redis
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "handoff.settings")
+django.setup()
+
+from handoff.live import store  # noqa: E402
+from handoff.offline.replay import ReplayState  # noqa: E402
+from tests.conftest import start_redis, stop  # noqa: E402
+from tests.webui.detail.tracedata import fold_into_redis, many_pods_trace  # noqa: E402
+from webui.detail.fleet import Fleet  # noqa: E402
+from webui.detail.nodes import Nodes  # noqa: E402
+from webui.detail.sources import LiveSource, PodFilters, ReplaySource  # noqa: E402
+
+
+def median_ms(step: Callable[[], object], rounds: int = 5) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def copy_views(client: redis.Redis, cluster: str, total: int) -> None:
+    """Fill the store up to ``total`` pods by copying folded views under new uids."""
+    views = [store.decode_view(raw) for raw in client.hvals(store.pods_key(cluster))]
+    previous: dict = {}
+    batch: dict = {}
+    for i in range(total - len(views)):
+        view = dict(views[i % len(views)])
+        view["uid"] = f"copy-{i:07d}"
+        view["name"] = f"copy-{i:07d}"
+        view["node"] = f"node-{i % 500:03d}"
+        batch[view["uid"]] = (view, float(i))
+        if len(batch) == 5000:
+            pipe = client.pipeline(transaction=False)
+            store.write_pods(pipe, cluster, batch, previous)
+            pipe.execute()
+            batch = {}
+    if batch:
+        pipe = client.pipeline(transaction=False)
+        store.write_pods(pipe, cluster, batch, previous)
+        pipe.execute()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pods", type=int, default=150_000)
+    parser.add_argument("--replay-pods", type=int, default=50_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = start_redis(Path(tmp))
+        try:
+            client = redis.Redis.from_url(url)
+            trace = many_pods_trace(Path(tmp) / "many.jsonl", 10_000)
+            fold_into_redis(client, "bench", trace)
+            copy_views(client, "bench", args.pods)
+            live = LiveSource("bench", client)
+            stored = client.hlen(store.pods_key("bench"))
+            print(f"live store: {stored} pod views")
+
+            def scan() -> list:
+                return list(live.rows())
+
+            def both() -> dict:
+                # What /api/clusters/C/fleet and /nodes compute, once per 5 s, together.
+                fleet, nodes = Fleet(), Nodes()
+                for row in live.rows():
+                    fleet.add(row)
+                    nodes.add(row)
+                fold = live.fold()
+                return {"fleet": fleet.result(None), "nodes": nodes.result(fold["nodes"], None)}
+
+            answer = both()
+            fleet_mb = len(orjson.dumps(answer["fleet"])) / 1e6
+            nodes_mb = len(orjson.dumps(answer["nodes"])) / 1e6
+            print(f"read and decode every view: {median_ms(scan, 3):.0f} ms")
+            print(f"fleet + nodes aggregates, one pass: {median_ms(both, 3):.0f} ms")
+            print(f"answers: fleet {fleet_mb:.1f} MB, nodes {nodes_mb:.2f} MB")
+
+            def by_name() -> object:
+                return live.pod("team-3", "load-00003", None)
+
+            print(f"pod by name: {median_ms(by_name):.1f} ms")
+
+            path = many_pods_trace(Path(tmp) / "replay.jsonl", args.replay_pods)
+            start = time.perf_counter()
+            state = ReplayState.from_file(path)
+            built = time.perf_counter() - start
+            print(
+                f"replay: {len(state.events)} events folded with {len(state.checkpoints)}"
+                f" checkpoints in {built:.1f} s"
+            )
+            rng = random.Random(7)
+            picks = [rng.uniform(state.start, state.end) for _ in range(7)]
+
+            def seek() -> None:
+                state.timeline_at(picks[rng.randrange(len(picks))])
+
+            def board_page() -> None:
+                with ReplaySource(state, rng.choice(picks), 60.0) as source:
+                    source.pods(PodFilters(), 0, 100)
+
+            print(f"replay seek to a random time: {median_ms(seek, 7):.0f} ms")
+            print(f"replay board page at a random time: {median_ms(board_page, 7):.0f} ms")
+        finally:
+            stop(proc)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""The cluster list (/) and a cluster's triage board (/clusters/<c>/).
+
+The board's first page of pods is read here and embedded in the page as JSON, so the
+first paint needs one request; board.js renders it and then pages, filters and follows the
+websocket through the URLs on the board's root element.
+"""
+
+from __future__ import annotations
+
+import redis
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from handoff.core import verdicts as v
+from handoff.live import queries
+from handoff.live.push import board_row
+from handoff.live.queries import QueryError
+from webui import api, clusterdata
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    try:
+        rows = clusterdata.cluster_rows(clusterdata.client())
+        error = None
+    except redis.RedisError as exc:
+        rows, error = [], f"The store is unreachable ({type(exc).__name__})."
+    return render(request, "webui/home.html", {"clusters": rows, "error": error})
+
+
+def board(request: HttpRequest, cluster: str) -> HttpResponse:
+    c = clusterdata.client()
+    try:
+        config = api.known_cluster(c, cluster)
+    except api.NotFound as exc:
+        raise Http404(str(exc)) from exc
+    params = request.GET.copy()
+    if not params.get("verdict"):
+        params["attention"] = "1"
+    status, error = 200, None
+    try:
+        initial = api.pods_body(c, cluster, params)
+        summary = clusterdata.summary(c, config, durations=False)
+    except QueryError as exc:
+        status, error = 400, str(exc)
+        initial = {"pods": [], "next": None, "total": 0}
+        summary = clusterdata.summary(c, config, durations=False)
+    initial["pods"] = [board_row(pod) for pod in initial["pods"]]
+    counts = summary["summary"]["verdicts"]
+    context = {
+        "cluster": config,
+        "cards": [
+            {
+                "name": x.name,
+                "count": counts.get(x.name, 0),
+                "attention": x.attention,
+                "summary": x.summary,
+            }
+            for x in sorted(v.VERDICTS.values(), key=lambda x: -x.severity)
+        ],
+        "initial": {**initial, "summary": summary["summary"], "error": error},
+        "summary": summary,
+        "filters": {
+            key: request.GET.get(key, "")
+            for key in ("verdict", "namespace", "node", "binding", "q")
+        },
+        "verdict_choices": [v.VERDICTS[name] for name in queries.ATTENTION]
+        + [x for x in v.VERDICTS.values() if not x.attention],
+        "bindings": v.BINDINGS,
+        "attention": queries.ATTENTION,
+        "error": error,
+    }
+    return render(request, "webui/board.html", context, status=status)
