@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from devtools.bench import Feeder, Services, _caught_up, _percentiles
+from devtools.bench import Feeder, Services, caught_up, percentiles
 from handoff.live import store
 
 CLUSTER = "load"
@@ -141,7 +141,7 @@ def load(
         listeners.join(timeout=120)
         stats = orjson.loads(Path(out).read_bytes())
         # Under load the fold may still be behind the feed: nothing lost, only later.
-        _caught_up(client, CLUSTER, timeout=120)
+        caught_up(client, CLUSTER, timeout=120)
         pods = client.hlen(store.pods_key(CLUSTER))
     finally:
         services.stop()
@@ -153,7 +153,7 @@ def load(
         "fed_events": int(rate * seconds),
         "fed_in_s": round(fed_in, 2),
         "pods_stored": pods,
-        "api": {**_percentiles(stats["api"]), "rps": api_rps},
+        "api": {**percentiles(stats["api"]), "rps": api_rps},
         "frames_per_client": {
             "min": frames[0] if frames else 0,
             "median": frames[len(frames) // 2] if frames else 0,

@@ -97,7 +97,7 @@ def latency(run: Run) -> None:
 def web(run: Run) -> None:
     """API p50/p99 and the board's first paint, over the pods ``ingest`` stored (it runs
     first when asked for alone: the figures need a full store)."""
-    from devtools import benchweb
+    from devtools.bench import web as benchweb
 
     if not run.ingested:
         ingest(run)

@@ -13,7 +13,8 @@ import urllib.request
 
 import redis
 
-from devtools.bench import Figure, Results, Services
+from devtools.bench.results import Figure, Results
+from devtools.bench.services import Services
 from handoff.live import store
 
 CLUSTER = "bench"  # where bench.ingest folded the trace

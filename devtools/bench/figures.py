@@ -1,0 +1,96 @@
+"""The benchmark figures as a Plotly page and PNG screenshots."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from devtools.bench.results import Results
+
+
+def write_figures(results: Results, out_dir: Path, stem: str = "benchmarks") -> list[Path]:
+    """Plotly figures of the curves, as HTML (plotly.js once, beside them) and PNG (the
+    HTML rendered by headless Chromium: nothing to download)."""
+    import plotly.graph_objects as go
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures = {}
+    ingest_points = results.series.get("ingest throughput")
+    if ingest_points:
+        fig = go.Figure(
+            go.Scatter(
+                x=[p["events"] for p in ingest_points],
+                y=[p["events_per_s"] for p in ingest_points],
+                mode="lines+markers",
+                name="fold worker (stream → views, indexes, push)",
+            )
+        )
+        fig.add_hline(y=20_000, line_dash="dash", annotation_text="target 20k events/s")
+        fig.update_layout(
+            title="Ingest throughput vs events folded so far (one worker process)",
+            xaxis_title="events folded",
+            yaxis_title="events/s (cumulative)",
+        )
+        figures["throughput"] = fig
+    latency_rows = results.series.get("live latency")
+    if latency_rows:
+        fig = go.Figure()
+        rates = [row["rate"] for row in latency_rows]
+        for path, label in (("websocket", "→ websocket frame"), ("group", "→ Channels group")):
+            for q, dash in (("p50_ms", "dot"), ("p99_ms", "solid")):
+                fig.add_trace(
+                    go.Scatter(
+                        x=rates,
+                        y=[row[path][q] for row in latency_rows],
+                        mode="lines+markers",
+                        line_dash=dash,
+                        name=f"{label} {q[:3]}",
+                    )
+                )
+        # Targets as traces: add_hline misplaces lines on a log axis.
+        for y, label in (
+            (250, "target: websocket p99 at 5k/s"),
+            (100, "target: group p99 at 2k/s"),
+        ):
+            fig.add_trace(
+                go.Scatter(
+                    x=[min(rates), max(rates)],
+                    y=[y, y],
+                    mode="lines",
+                    line={"dash": "dash", "color": "black", "width": 1},
+                    name=label,
+                )
+            )
+        fig.update_layout(
+            title="Live latency: watch event observed → delivered",
+            xaxis_title="events/s (each a new pod)",
+            yaxis_title="ms (log scale)",
+            yaxis_type="log",
+        )
+        figures["latency"] = fig
+    written = []
+    for name, fig in figures.items():
+        html = out_dir / f"{stem}-{name}.html"
+        fig.write_html(html, include_plotlyjs="directory", full_html=True)
+        written.append(html)
+    if written:
+        written += _screenshots(written)
+    return written
+
+
+def _screenshots(pages: list[Path]) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    out = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1000, "height": 600})
+        for html in pages:
+            page.goto(html.resolve().as_uri())
+            page.wait_for_selector(".main-svg")
+            png = html.with_suffix(".png")
+            page.screenshot(path=str(png))
+            out.append(png)
+        browser.close()
+    return out
