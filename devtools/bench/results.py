@@ -31,6 +31,8 @@ class Results:
     figures: list[Figure] = field(default_factory=list)
     # Curves for the figures: name -> points (throughput vs trace size, latency vs rate).
     series: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # A section's own figures as nested JSON, at the top level of the JSON (e.g. "pages").
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def add(self, figure: Figure) -> Figure:
         self.figures.append(figure)
@@ -77,4 +79,6 @@ def markdown(results: Results) -> str:
 
 
 def to_json(results: Results) -> str:
-    return json.dumps(asdict(results), indent=2)
+    data = asdict(results)
+    data.update(data.pop("sections"))
+    return json.dumps(data, indent=2)

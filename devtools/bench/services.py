@@ -28,6 +28,7 @@ class Services:
         self.named: dict[str, subprocess.Popen] = {}
         self._redis_url: str | None = None
         self.env: dict[str, str] = {}
+        self.address = ""
 
     def redis_url(self) -> str:
         if self._redis_url is None:
@@ -88,17 +89,25 @@ class Services:
         return out.strip().splitlines()[-1]
 
     def worker(self) -> None:
+        if self._running("worker"):
+            return
         argv = [sys.executable, "-m", "celery", "-A", "handoff", "worker", "-Q", "watch"]
         argv += ["-c", "1", "-n", "bench@%h", "-l", "warning", "--without-gossip"]
         argv += ["--without-mingle"]
         self._spawn(argv, "worker")
 
     def daphne(self) -> str:
+        if self._running("daphne"):
+            return self.address
         port = free_port()
         argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
         self._spawn([*argv, "handoff.asgi:application"], "daphne")
         self._wait(lambda: port_open(port), "daphne")
-        return f"127.0.0.1:{port}"
+        self.address = f"127.0.0.1:{port}"
+        return self.address
+
+    def _running(self, name: str) -> bool:
+        return name in self.named and self.named[name].poll() is None
 
     def _spawn(self, argv: list[str], name: str) -> None:
         with open(self.workdir / f"{name}.log", "ab") as log:
@@ -116,10 +125,17 @@ class Services:
     def live_stack(self, cluster: str) -> tuple[redis.Redis, str, str]:
         """An empty Redis holding one registered trace cluster whose fold task runs in a
         Celery worker, and Daphne with a signed-in session: (client, cookie, address)."""
+        client = redis.Redis.from_url(self.redis_url())
+        client.flushall()
+        cookie, address = self.fold_stack(cluster)
+        return client, cookie, address
+
+    def fold_stack(self, cluster: str) -> tuple[str, str]:
+        """Beside what Redis holds: one registered trace cluster whose fold task runs in a
+        Celery worker, and Daphne with a signed-in session: (cookie, address)."""
         url = self.redis_url()
         cookie = self.session_cookie()
         client = redis.Redis.from_url(url)
-        client.flushall()
         store.register_cluster(client, store.ClusterConfig(name=cluster, kind="trace"))
         self.worker()
         address = self.daphne()
@@ -127,7 +143,8 @@ class Services:
 
         Celery(broker=url).send_task("handoff.tasks.fold", args=[cluster], queue="watch")
         self._wait(lambda: client.exists(store.lease_key(cluster, store.FOLD)), "the fold task", 60)
-        return client, cookie, address
+        client.close()
+        return cookie, address
 
     def cpu_seconds(self, name: str) -> float:
         """CPU time used so far by a started service and its children (its process group):
@@ -155,3 +172,5 @@ class Services:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
         self.procs.clear()
+        self.named.clear()
+        self._redis_url = None

@@ -67,3 +67,23 @@ def test_the_command_writes_json_and_figures(tmp_path):
     assert next(f["name"] for f in data["figures"]).startswith("ingest")
     assert (tmp_path / "fig" / "benchmarks-throughput.png").stat().st_size > 10_000
     assert (tmp_path / "fig" / "benchmarks-throughput.html").exists()
+
+
+@pytest.mark.slow
+def test_the_pages_section_loads_every_page_while_ingest_runs(services):
+    from devtools.bench import pages
+
+    bench.ingest(services.redis_url(), TRACES / "node-lost.jsonl")
+    result = pages.run_pages(services, clients=4, seconds=3.0, subscribers=2, rate=100)
+    for page in pages.PAGES:
+        row = result[page]
+        assert row["errors"] == 0, (page, row)
+        assert row["n"] > 0, page
+        assert 0 < row["p50_ms"] <= row["p99_ms"]
+    # Every fed pod reached both subscribers, and the fold kept up with the feed.
+    assert result["ws"]["missing"] == 0
+    assert result["ws"]["n"] > 0
+    assert result["ingest_events_per_s"] > 50
+    assert result["store_pods"] == len(
+        build_report(fold_file(TRACES / "node-lost.jsonl")[0])["pods"]
+    )

@@ -24,6 +24,9 @@ QUICK = (500, 10_000, 100.0, 60.0)
 # Live latency: events/s to feed, seconds at each rate.
 RATES = [1000, 2000, 5000]
 LATENCY_SECONDS = {True: 3.0, False: 15.0}
+# Pages at scale (issue 19): the store's scale, and seconds of load.
+PAGES_SCALE = {True: (1000, 30_000, 100.0, 60.0), False: FULL}
+PAGES_SECONDS = {True: 30.0, False: 60.0}
 
 
 @dataclass
@@ -37,6 +40,7 @@ class Run:
     say: Callable[[str], object]
     trace: Path | None = None
     ingested: bool = False
+    given_trace: bool = False
 
     def scale(self) -> tuple[float, int, float, float]:
         return QUICK if self.quick else FULL
@@ -105,13 +109,34 @@ def web(run: Run) -> None:
     benchweb.run_web_benchmarks(run.results, run.services, rounds=20 if run.quick else 60)
 
 
-# In order: ``web`` reads what ``ingest`` stored, ``latency`` starts from an empty Redis.
+def pages(run: Run) -> None:
+    """Every page at scale while ingest runs: its own store (``--trace``, or the scale
+    trace when the simulator section recorded it at this size, or a new recording)."""
+    from devtools.bench import pages as benchpages
+
+    nodes, pods, churn, duration = PAGES_SCALE[run.quick]
+    trace = run.trace
+    if trace is None or (not run.given_trace and run.scale() != PAGES_SCALE[run.quick]):
+        trace = run.workdir / f"scale-{nodes}-{pods}.jsonl"
+        if not trace.exists():
+            run.say(f"recording the pages' store ({nodes} nodes, {pods} pods)...")
+            bench.record_scale_trace(trace, nodes, pods, churn, duration)
+    run.services.stop()  # a fresh Redis, worker and Daphne: nothing left from other sections
+    run.say(f"folding {trace} into the pages' store...")
+    bench.ingest(run.services.redis_url(), trace)
+    run.say("50 clients on every page while ingest runs...")
+    benchpages.run_pages_benchmarks(run.results, run.services, PAGES_SECONDS[run.quick])
+
+
+# In order: ``web`` reads what ``ingest`` stored, ``latency`` starts from an empty Redis,
+# ``pages`` builds its own store.
 SECTIONS: dict[str, Callable[[Run], None]] = {
     "simulator": simulator,
     "fold": fold,
     "ingest": ingest,
     "web": web,
     "latency": latency,
+    "pages": pages,
 }
 NEEDS_TRACE = {"fold", "ingest", "web"}
 
@@ -155,6 +180,7 @@ class Command(BaseCommand):
             bench.Services(workdir),
             lambda text: self.stderr.write(text),
             Path(options["trace"]) if options["trace"] else None,
+            given_trace=bool(options["trace"]),
         )
         chosen = options["only"] or list(SECTIONS)
         if run.trace is None and NEEDS_TRACE & set(chosen) and "simulator" not in chosen:

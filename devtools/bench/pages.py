@@ -1,0 +1,324 @@
+"""Every page at scale (issue 19): 50 people at once on a store of 150,000 pods while ingest
+runs.
+
+The store is the scale trace folded by the real fold (``ingest``). While a feeder hands
+2,000 pods a second to a second cluster's stream, folded by a real fold task in a Celery
+worker, 50 HTTP clients load the board, pod, fleet and nodes pages, search and the JSON API
+through Daphne as a signed-in user, and websocket subscribers on the fed cluster's board
+note when each fed pod reaches them. A page is what a browser waits for before it can draw:
+the HTML, then the JSON its script fetches (pod, fleet, nodes), timed as one sample.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+import redis
+
+from devtools.bench.latency import (
+    LATENCY_CLUSTER,
+    Feeder,
+    _Arrivals,
+    _websocket_client,
+    caught_up,
+)
+from devtools.bench.results import Figure, Results
+from devtools.bench.services import Services
+from handoff.live import store
+
+CLUSTER = "bench"  # where bench.ingest folded the trace
+PAGES = ("board", "pod", "fleet", "nodes", "search", "api_pods")
+P99_TARGET_MS = 300.0
+CLIENTS = 50
+WS_SUBSCRIBERS = 10
+INGEST_RATE = 2000
+
+
+def sample_pods(client: redis.Redis, cluster: str, count: int, seed: int = 1) -> list[tuple]:
+    """``count`` (namespace, name) pairs of stored pods, spread over the whole store."""
+    names: list[tuple[str, str]] = []
+    cursor = 0
+    while True:
+        cursor, chunk = client.hscan(store.pods_key(cluster), cursor, count=2000)
+        for raw in chunk.values():
+            view = store.decode_view(raw)
+            names.append((view["namespace"], view["name"]))
+        if cursor == 0 or len(names) >= 20 * count:
+            break
+    return random.Random(seed).sample(names, min(count, len(names)))
+
+
+def search_terms(pods: list[tuple[str, str]], seed: int = 1) -> list[str]:
+    """What people type: name prefixes, name fragments, namespaces, and no match."""
+    rng = random.Random(seed)
+    terms = []
+    for namespace, name in pods:
+        cut = rng.randint(3, max(3, len(name)))
+        start = rng.randint(0, max(0, len(name) - 4))
+        terms += [name[:cut], name[start : start + 4], namespace, f"{namespace}/{name[:5]}"]
+    terms.append("no-such-pod-anywhere")
+    return terms
+
+
+def page_requests(pods: list[tuple[str, str]], terms: list[str]) -> dict[str, list[list[str]]]:
+    """Per page, the request paths one sample fetches (in order), for every target."""
+    c = CLUSTER
+    api = f"/api/clusters/{c}"
+
+    def pod(ns: str, name: str) -> list[str]:
+        ns, name = quote(ns, safe=""), quote(name, safe="")
+        return [f"/clusters/{c}/pods/{ns}/{name}/", f"{api}/pods/{ns}/{name}"]
+
+    return {
+        "board": [[f"/clusters/{c}/"]],
+        "pod": [pod(ns, name) for ns, name in pods],
+        "fleet": [[f"/clusters/{c}/fleet/", f"{api}/fleet"]],
+        "nodes": [[f"/clusters/{c}/nodes/", f"{api}/nodes"]],
+        "search": [[f"{api}/pods?q={quote(term, safe='')}"] for term in terms],
+        "api_pods": [[f"{api}/pods?attention=1"], [f"{api}/pods?verdict=stuck"], [f"{api}/pods"]],
+    }
+
+
+async def _client(
+    session: Any, site: str, requests: dict[str, list[list[str]]], rng: random.Random,
+    until: float, out: dict[str, dict[str, Any]],
+) -> None:  # fmt: skip
+    """One person: page after page, each chosen at random, until ``until``."""
+    import aiohttp
+
+    while time.monotonic() < until:
+        page = rng.choice(PAGES)
+        paths = rng.choice(requests[page])
+        started = time.perf_counter()
+        try:
+            for path in paths:
+                async with session.get(site + path) as answer:
+                    await answer.read()
+                    if answer.status != 200:
+                        raise RuntimeError(f"HTTP {answer.status} for {path}")
+        except (aiohttp.ClientError, RuntimeError, TimeoutError) as error:
+            out[page]["errors"] += 1
+            out[page]["last_error"] = f"{type(error).__name__}: {error}"[:200]
+            continue
+        out[page]["ms"].append((time.perf_counter() - started) * 1000)
+
+
+async def _load(
+    site: str, cookie: str, requests: dict[str, list[list[str]]], clients: int, seconds: float
+) -> dict[str, dict[str, Any]]:
+    import aiohttp
+
+    out: dict[str, dict[str, Any]] = {page: {"ms": [], "errors": 0} for page in PAGES}
+    headers = {"Cookie": f"sessionid={cookie}", "Accept": "text/html,application/json"}
+    timeout = aiohttp.ClientTimeout(total=30)
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(
+        headers=headers, timeout=timeout, connector=connector
+    ) as session:
+        until = time.monotonic() + seconds
+        await asyncio.gather(
+            *(
+                _client(session, site, requests, random.Random(n), until, out)
+                for n in range(clients)
+            )
+        )
+    return out
+
+
+def _http_clients(
+    site: str, cookie: str, requests: dict, clients: int, seconds: float, out: str
+) -> None:
+    """The 50 people, in a process of their own (so they never wait behind the feeder)."""
+    loads = asyncio.run(_load(site, cookie, requests, clients, seconds))
+    Path(out).write_bytes(orjson.dumps(loads))
+
+
+async def _subscribers(url: str, address: str, cookie: str, count: int, ready: Any, stop: Any):
+    seen = [_Arrivals(url) for _ in range(count)]
+    readies = [asyncio.Event() for _ in range(count)]
+
+    class Flag:  # _websocket_client's ready/stop are process events; adapt them
+        def __init__(self, event: asyncio.Event) -> None:
+            self.event = event
+
+        def set(self) -> None:
+            self.event.set()
+
+    tasks = [
+        asyncio.ensure_future(_websocket_client(address, cookie, s, Flag(r), stop))
+        for s, r in zip(seen, readies, strict=True)
+    ]
+    await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 60)
+    ready.set()
+    await asyncio.gather(*tasks)
+    return [s.seen for s in seen]
+
+
+def _ws_subscribers(
+    url: str, address: str, cookie: str, count: int, ready: Any, stop: Any, out: str
+) -> None:
+    seen = asyncio.run(_subscribers(url, address, cookie, count, ready, stop))
+    Path(out).write_bytes(orjson.dumps(seen))
+
+
+def _feed(url: str, rate: float, seconds: float, out: str) -> None:
+    feeder = Feeder(url, LATENCY_CLUSTER)
+    feeder.run(rate, seconds)
+    Path(out).write_bytes(orjson.dumps(feeder.sent))
+
+
+def summarise(samples: dict[str, Any]) -> dict[str, Any]:
+    ms = sorted(samples["ms"])
+    if not ms:
+        return {"p50_ms": None, "p99_ms": None, "errors": samples["errors"], "n": 0}
+    p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
+    summary = {
+        "p50_ms": round(statistics.median(ms), 1),
+        "p99_ms": round(p99, 1),
+        "max_ms": round(ms[-1], 1),
+        "errors": samples["errors"],
+        "n": len(ms),
+    }
+    if samples.get("last_error"):
+        summary["last_error"] = samples["last_error"]
+    return summary
+
+
+def ws_latency(sent: dict[str, float], seen: list[dict[str, float]], warmup: float) -> dict:
+    """Fed → frame at every subscriber, after the first ``warmup`` seconds of the feed."""
+    start = min(sent.values(), default=0.0) + warmup
+    latencies, missing = [], 0
+    for times in seen:
+        for name, at in sent.items():
+            if at < start:
+                continue
+            if name in times:
+                latencies.append(times[name] - at)
+            else:
+                missing += 1
+    latencies.sort()
+    if not latencies:
+        return {"p50_ms": None, "p99_ms": None, "missing": missing, "n": 0}
+    return {
+        "p50_ms": round(1000 * statistics.median(latencies), 1),
+        "p99_ms": round(1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))], 1),
+        "missing": missing,
+        "n": len(latencies),
+    }
+
+
+def run_pages(
+    services: Services, clients: int = CLIENTS, seconds: float = 60.0,
+    subscribers: int = WS_SUBSCRIBERS, rate: float = INGEST_RATE,
+) -> dict[str, Any]:  # fmt: skip
+    """The measurement; the store must already hold ``CLUSTER``'s pods (``ingest``)."""
+    url = services.redis_url()
+    client = redis.Redis.from_url(url)
+    pods = int(client.hlen(store.pods_key(CLUSTER)))
+    if not pods:
+        raise RuntimeError("no pods stored: run the ingest section first")
+    if store.cluster(client, CLUSTER) is None:  # ingest folds without registering it
+        store.register_cluster(client, store.ClusterConfig(name=CLUSTER, kind="trace"))
+    nodes = int(store.fold_state(client, CLUSTER).get("nodes") or 0)
+    targets = sample_pods(client, CLUSTER, 300)
+    requests = page_requests(targets, search_terms(targets[:50]))
+    cookie, address = services.fold_stack(LATENCY_CLUSTER)
+    site = f"http://{address}"
+    asyncio.run(_load(site, cookie, requests, 4, 3.0))  # warm: Django's URLconf, the caches
+
+    context = multiprocessing.get_context("spawn")
+    work = services.workdir
+    ready, stop = context.Event(), context.Event()
+    subs = context.Process(
+        target=_ws_subscribers,
+        args=(url, address, cookie, subscribers, ready, stop, str(work / "pages-ws.json")),
+    )
+    subs.start()
+    if not ready.wait(90):
+        raise RuntimeError("the websocket subscribers did not connect")
+    live_before = int(client.hlen(store.pods_key(LATENCY_CLUSTER)))
+    feed = context.Process(target=_feed, args=(url, rate, seconds, str(work / "pages-sent.json")))
+    load = context.Process(
+        target=_http_clients,
+        args=(site, cookie, requests, clients, seconds, str(work / "pages-http.json")),
+    )
+    started = time.monotonic()
+    feed.start()
+    load.start()
+    load.join()
+    feed.join()
+    elapsed = time.monotonic() - started
+    folded = int(client.hlen(store.pods_key(LATENCY_CLUSTER))) - live_before
+    caught_up(client, LATENCY_CLUSTER, timeout=60)
+    time.sleep(1.0)  # the last fed pods through Daphne
+    stop.set()
+    subs.join(timeout=60)
+    if load.exitcode != 0 or feed.exitcode != 0:
+        raise RuntimeError(f"a load process failed; see {work}")
+    http = orjson.loads((work / "pages-http.json").read_bytes())
+    sent = orjson.loads((work / "pages-sent.json").read_bytes())
+    seen = orjson.loads((work / "pages-ws.json").read_bytes())
+    client.close()
+    result: dict[str, Any] = {page: summarise(http[page]) for page in PAGES}
+    result["ws"] = {**ws_latency(sent, seen, warmup=1.0), "subscribers": subscribers}
+    result["ingest_events_per_s"] = round(folded / elapsed)
+    result["ingest_target_per_s"] = rate
+    result["clients"] = clients
+    result["seconds"] = seconds
+    result["store_pods"] = pods
+    result["store_nodes"] = nodes
+    return result
+
+
+def run_pages_benchmarks(results: Results, services: Services, seconds: float) -> None:
+    pages = run_pages(services, seconds=seconds)
+    results.sections["pages"] = pages
+    scale = f"{pages['store_pods']:,} pods, {pages['store_nodes']:,} nodes"
+    load = f"{pages['clients']} clients for {pages['seconds']:.0f} s, ingest {INGEST_RATE}/s"
+    for page in PAGES:
+        row = pages[page]
+        p99 = row["p99_ms"]
+        results.add(
+            Figure(
+                f"pages: {page}",
+                p99 if p99 is not None else float("nan"),
+                "ms p99",
+                target=f"p99 ≤ {P99_TARGET_MS:.0f} ms, 0 errors at 150,000 pods",
+                met=(p99 is not None and p99 <= P99_TARGET_MS and not row["errors"])
+                if pages["store_pods"] >= 150_000
+                else None,
+                note=f"p50 {row['p50_ms']} ms over {row['n']} loads, {row['errors']} errors; "
+                f"{scale}; {load}",
+            )
+        )
+    ws = pages["ws"]
+    results.add(
+        Figure(
+            "pages: websocket subscribers on the board, fed → frame",
+            ws["p99_ms"] if ws["p99_ms"] is not None else float("nan"),
+            "ms p99",
+            target=f"p99 ≤ {P99_TARGET_MS:.0f} ms",
+            met=ws["p99_ms"] is not None and ws["p99_ms"] <= P99_TARGET_MS and not ws["missing"],
+            note=f"p50 {ws['p50_ms']} ms, {ws['subscribers']} subscribers, "
+            f"{ws['missing']} frames missing; {load}",
+        )
+    )
+    held = pages["ingest_events_per_s"]
+    results.add(
+        Figure(
+            "pages: ingest held during the load",
+            held,
+            "events/s folded",
+            target=f"≥ {INGEST_RATE * 0.95:,.0f} events/s (fed at {INGEST_RATE:,}/s)",
+            met=held >= INGEST_RATE * 0.95,
+            note=f"pods folded into the fed cluster per second of the run; {scale}",
+        )
+    )
