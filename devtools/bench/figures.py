@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 from devtools.bench.results import Results
@@ -79,6 +80,26 @@ def write_figures(results: Results, out_dir: Path, stem: str = "benchmarks") -> 
 
 
 def _screenshots(pages: list[Path]) -> list[Path]:
+    """PNGs of the pages, taken in a thread of its own: Playwright's sync API refuses a
+    thread that already drives a browser (a test session's, or a caller's)."""
+    out: list[Path] = []
+    errors: list[BaseException] = []
+
+    def take() -> None:
+        try:
+            out.extend(_take_screenshots(pages))
+        except BaseException as error:  # handed to the caller's thread
+            errors.append(error)
+
+    worker = threading.Thread(target=take, name="bench-screenshots")
+    worker.start()
+    worker.join()
+    if errors:
+        raise errors[0]
+    return out
+
+
+def _take_screenshots(pages: list[Path]) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
