@@ -12,12 +12,17 @@ from typing import Any
 
 import msgspec
 
+from handoff.core import verdicts as v
 from handoff.core.schema import (
+    SECONDS,
+    Condition,
     ContainerStatus,
     KubeObject,
     ObjectMeta,
     StateDetail,
     Status,
+    Taint,
+    note_second,
 )
 
 KUBELET = "kubelet"
@@ -50,19 +55,12 @@ def _parse_timestamp(text: Any) -> float | None:
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         value = moment.timestamp()
-        if len(text) == 27 and text[19] == "." and text[26] == "Z":  # see micro_time
-            if len(_SECONDS) >= _TIMES_MAX:
-                _SECONDS.clear()
-            _SECONDS[text[:19]] = int(moment.replace(microsecond=0).timestamp())
+        note_second(text, moment)  # see micro_time
     if len(_TIMES) >= _TIMES_MAX:
         _TIMES.clear()
         _TIMES[None] = None
     _TIMES[text] = value
     return value
-
-
-# "YYYY-MM-DDTHH:MM:SS" -> epoch seconds, of the microsecond times parsed so far.
-_SECONDS: dict[str, int] = {}
 
 
 def micro_time(text: str | None) -> float | None:
@@ -76,7 +74,7 @@ def micro_time(text: str | None) -> float | None:
         and len(text) == 27
         and text[19] == "."
         and text[26] == "Z"
-        and (second := _SECONDS.get(text[:19])) is not None
+        and (second := SECONDS.get(text[:19])) is not None
         and (fraction := text[20:26]).isascii()
         and fraction.isdigit()
     ):
@@ -340,3 +338,35 @@ def _note_termination(facts: StatusFacts, terminated: StateDetail) -> None:
     code = terminated.exitCode
     if code not in (0, None) and not facts.terminated:
         facts.terminated = terminated.reason or f"exit code {code}"
+
+
+def condition(status: Status | None, kind: str) -> Condition | None:
+    """The condition of that type in a status, if any."""
+    if status is None or not status.conditions:
+        return None
+    return next((c for c in status.conditions if c.type == kind), None)
+
+
+def is_rejection(reason: str, message: str) -> bool:
+    """Whether a Failed status is the kubelet refusing the pod at admission."""
+    return message.startswith(v.REJECTION_PREFIX) or v.is_admission_reason(reason)
+
+
+def strip_rejection(message: str) -> str:
+    return message[len(v.REJECTION_PREFIX) :] if message.startswith(v.REJECTION_PREFIX) else message
+
+
+def assigned_node(message: str) -> str:
+    # "Successfully assigned default/web-1 to worker-3"
+    marker = " to "
+    return message.rsplit(marker, 1)[1].strip() if marker in message else ""
+
+
+def taint_view(raw: Taint) -> dict[str, Any]:
+    """A Node taint as the fold keeps it."""
+    return {
+        "key": raw.key,
+        "value": raw.value or "",
+        "effect": raw.effect,
+        "timeAdded": raw.timeAdded,
+    }

@@ -1,172 +1,30 @@
 """The triage report: every pod's verdict, milestones, stages and events at a time,
-as JSON (CLI, API) or as a table for a terminal."""
+as JSON (CLI, API); the terminal table is ``interop.exporters.tables.render_table``."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from functools import lru_cache
-from typing import IO, TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import IO, Any
 
 import orjson
 
 from handoff.core import verdicts as v
-from handoff.core.durations import add_samples, durations, new_samples, summarise
-from handoff.core.explain import Context, explain
-from handoff.core.facts import parse_admission_message
+from handoff.core.durations import add_samples, new_samples, summarise
 from handoff.core.gcpause import paused_gc
-from handoff.core.trace import LineError, format_time, parse_time
+from handoff.core.podstate import CREATED, PodState
+from handoff.core.timeline import Timeline
+from handoff.core.trace import LineError
+from handoff.core.views import iso, pod_view
 
-if TYPE_CHECKING:
-    from handoff.core.timeline import Judgement, PodState, Timeline
-
-
-_INDEX = {name: index for index, name in enumerate(v.MILESTONES)}
 MAX_ERRORS_LISTED = 100
-
-
-@lru_cache(maxsize=1 << 12)
-def _iso(value: float | None) -> str | None:
-    # The same instants recur in a pod's milestones, stages and changes: a cache
-    # that spans a few pods catches them; one spanning every pod only costs memory.
-    return None if value is None else format_time(value)
 
 
 def evaluation_time(timeline: Timeline, at: float | None) -> float:
     if at is not None:
         return at
     return timeline.last_observed if timeline.last_observed is not None else 0.0
-
-
-def pod_view(
-    timeline: Timeline,
-    pod: PodState,
-    now: float,
-    stuck_after: float = 60.0,
-    judgement: Judgement | None = None,
-) -> dict[str, Any]:
-    """Everything the CLI, the API and the pod page show about one pod (``judgement``:
-    the pod's, when the caller has just judged it at ``now``)."""
-    if judgement is None:
-        judgement = timeline.judge(pod, now, stuck_after)
-    binding = timeline.binding(pod)
-    m = pod.milestones
-    rejection = None
-    message = ""
-    if pod.extra is not None:  # only pods with rare facts have a message to explain
-        message = pod.unschedulable_message
-        if judgement.verdict == v.REJECTED:
-            reason, message = pod.rejection or (judgement.reason or "", pod.status_message)
-            rejection = {"reason": reason, "message": message}
-            parsed = parse_admission_message(message)
-            if parsed:
-                rejection.update(parsed)
-        elif judgement.verdict == v.EVICTED and pod.evicted_event is not None:
-            message = pod.evicted_event[2]
-        elif judgement.verdict == v.EVICTED and pod.status_reason == "Evicted":
-            message = pod.status_message
-    elif judgement.verdict == v.REJECTED:
-        rejection = {"reason": judgement.reason or "", "message": ""}
-    bound = m[_INDEX["bound"]] if m[_INDEX["bound"]] is not None else m[_INDEX["created"]]
-    window = judgement.podgc_window
-    ctx = Context(
-        node=pod.node,
-        binding=binding,
-        message=message,
-        resources=parse_admission_message(message) if rejection else None,
-        owner_kind=pod.owner[0] if pod.owner else "",
-        since_bound=None if bound is None else max(0.0, now - bound),
-        podgc_from=format_time(window[0]) if window else "",
-        podgc_to=format_time(window[1]) if window else "",
-        node_lost_at=_iso(judgement.node_lost_at) or "",
-    )
-    known = [t for t in m if t is not None]
-    return {
-        "namespace": pod.namespace,
-        "name": pod.name,
-        "uid": None if pod.uid.startswith("name:") else pod.uid,
-        "node": pod.node or None,
-        "node_exists": judgement.node_exists,
-        "binding": binding,
-        "owner": {"kind": pod.owner[0], "name": pod.owner[1]} if pod.owner else None,
-        "verdict": judgement.verdict,
-        "reason": judgement.reason,
-        "explanation": explain(judgement.verdict, judgement.reason, ctx),
-        "since": _iso(max(known)) if known else None,
-        "milestones": dict(zip(v.MILESTONES, map(_iso, m), strict=True)),
-        "durations": durations(m),
-        "stages": stages(m, now),
-        "rejection": rejection,
-        "podgc": {"earliest": _iso(window[0]), "latest": _iso(window[1])} if window else None,
-        "events": [_event_view(record) for record in _sorted_events(pod)],
-        "changes": [{"at": _iso(t), "what": text} for t, text in describe_changes(pod)],
-    }
-
-
-_STAGE_SLOTS = tuple(
-    (stage.name, tuple(_INDEX[s] for s in stage.starts), tuple(_INDEX[e] for e in stage.ends))
-    for stage in v.STAGES
-)
-_DELETED = _INDEX["deleted"]
-
-
-def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any]]:
-    """The stage bars between milestones; the current one is open and ends at ``now``."""
-    deleted = milestones[_DELETED]
-    horizon = deleted if deleted is not None else now
-    bars = []
-    for name, starts, ends in _STAGE_SLOTS:
-        start = None
-        for index in starts:
-            if milestones[index] is not None:
-                start = milestones[index]
-                break
-        if start is None:
-            continue
-        end = None
-        for index in ends:
-            t = milestones[index]
-            if t is not None and t >= start and (end is None or t < end):
-                end = t
-        bars.append(
-            {
-                "name": name,
-                "start": _iso(start),
-                "end": _iso(end if end is not None else max(horizon, start)),
-                "open": end is None and deleted is None,
-            }
-        )
-    return bars
-
-
-def _sorted_events(pod: PodState) -> list[Any]:
-    return sorted(
-        pod.events,
-        key=lambda e: (e.first if e.first is not None else e.observed, e.reason),
-    )
-
-
-def _event_view(record: Any) -> dict[str, Any]:
-    return {
-        "reason": record.reason,
-        "type": record.type,
-        "source": record.component or None,
-        "host": record.host or None,
-        "message": record.message,
-        "first": _iso(record.first if record.first is not None else record.observed),
-        "last": _iso(record.last if record.last is not None else record.observed),
-        "count": record.count,
-    }
-
-
-def sort_key(view: dict[str, Any]) -> tuple[Any, ...]:
-    """Worst first, then oldest first."""
-    created = view["milestones"]["created"] or "9999"
-    return (-v.severity(view["verdict"]), created, view["namespace"], view["name"])
-
-
-_CREATED = _INDEX["created"]
 
 
 def outline(
@@ -209,7 +67,7 @@ def _ranked(
             counts[verdict] += 1
             add_samples(pod.milestones, samples)
             if not wanted or verdict in wanted:
-                created = pod.milestones[_CREATED]
+                created = pod.milestones[CREATED]
                 ranked.append(
                     (
                         -_SEVERITY[verdict],
@@ -224,7 +82,7 @@ def _ranked(
         ranked.sort()
     error_list = list(errors)
     head = {
-        "evaluated_at": _iso(now),
+        "evaluated_at": iso(now),
         "cluster": timeline.cluster,
         "stuck_after": stuck_after,
         "summary": {
@@ -287,110 +145,3 @@ def _with_pods(head: dict[str, Any], views: list[dict[str, Any]]) -> dict[str, A
     report["pods"] = views
     report.update((key, value) for key, value in head.items() if key not in order)
     return report
-
-
-# ------------------------------------------------------------------ table
-
-_COLUMNS = ("VERDICT", "REASON", "POD", "NODE", "BINDING", "IN STAGE", "CREATE→RUN")
-
-
-def render_table(report: dict[str, Any], colour: bool = False) -> str:
-    """A line per pod, worst first; coloured by verdict when ``colour``."""
-    now = report["evaluated_at"]
-    rows = [_row(view, now) for view in report["pods"]]
-    widths = [len(c) for c in _COLUMNS]
-    for row in rows:
-        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip()]
-    for view, row in zip(report["pods"], rows, strict=True):
-        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-        lines.append(_paint(line, view["verdict"]) if colour else line)
-    lines.append("")
-    lines.append(_summary_line(report))
-    return "\n".join(lines)
-
-
-def _row(view: dict[str, Any], now: str | None) -> list[str]:
-    node = view["node"] or "-"
-    if view["node_exists"] is False:
-        node += " (missing)"
-    create_to_run = view["durations"]["create_to_running"]
-    return [
-        view["verdict"],
-        view["reason"] or "",
-        f"{view['namespace']}/{view['name']}",
-        node,
-        view["binding"] or "-",
-        _ago(view["since"], now),
-        "-" if create_to_run is None else f"{create_to_run:.1f}s",
-    ]
-
-
-def _ago(since: str | None, now: str | None) -> str:
-    if since is None or now is None:
-        return "-"
-    seconds = max(0.0, parse_time(now) - parse_time(since))
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
-
-
-def _paint(line: str, verdict: str) -> str:
-    hexcode = v.colour(verdict).lstrip("#")
-    red, green, blue = (int(hexcode[i : i + 2], 16) for i in (0, 2, 4))
-    return f"\x1b[38;2;{red};{green};{blue}m{line}\x1b[0m"
-
-
-def _summary_line(report: dict[str, Any]) -> str:
-    counts = report["summary"]["verdicts"]
-    parts = [f"{name} {count}" for name, count in counts.items() if count]
-    head = f"{report['summary']['pods']} pods at {report['evaluated_at']}"
-    return head + (": " + ", ".join(parts) if parts else "")
-
-
-def describe_changes(pod: PodState) -> list[tuple[float, str]]:
-    """The pod's watch updates in words: what each one changed."""
-    flat = pod.changes  # five fields per change, one after the other
-    if not flat:
-        return []
-    bits = flat[1]
-    first = "first seen" + (f" on node {pod.node}" if bits & _BOUND_BIT else " without a node")
-    described = [(flat[0], first)]
-    for at in range(5, len(flat), 5):
-        _, old_bits, old_phase, old_reason, old_waiting = flat[at - 5 : at]
-        observed, bits, phase, reason, waiting = flat[at : at + 5]
-        parts = []
-        new_bits = bits & ~old_bits
-        if new_bits & _BOUND_BIT:
-            parts.append(f"nodeName set to {pod.node}")
-        if old_phase != phase:
-            parts.append(f"phase: {old_phase or '-'} → {phase or '-'}")
-        if old_reason != reason:
-            parts.append(f"reason: {old_reason or '-'} → {reason or '-'}")
-        if old_waiting != waiting:
-            parts.append(f"waiting: {old_waiting or '-'} → {waiting or '-'}")
-        if new_bits & v.DELETING_BIT:
-            parts.append("deletionTimestamp set")
-        if new_bits & v.DISRUPTION_BIT and pod.disruption is not None:
-            parts.append(f"DisruptionTarget: {pod.disruption[0]}")
-        parts.extend(_milestone_words(new_bits & ~_BOUND_BIT))
-        described.append((observed, ", ".join(parts) or "status updated"))
-    return described
-
-
-_BOUND_BIT = 1 << _INDEX["bound"]
-
-
-def _milestone_words(bits: int) -> list[str]:
-    words = []
-    bits &= (1 << len(v.MILESTONES)) - 1
-    while bits:
-        index = (bits & -bits).bit_length() - 1
-        words.append(_MILESTONE_WORDS[index])
-        bits &= bits - 1
-    return words
-
-
-_MILESTONE_WORDS = tuple(name.replace("_", " ") for name in v.MILESTONES)

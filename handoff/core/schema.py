@@ -12,9 +12,27 @@ kinds are simply absent. Field names are the API's, camelCase included.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import msgspec
+
+# Epoch seconds of each "YYYY-MM-DDTHH:MM:SS" of the microsecond times read so far (a
+# trace's ``observed``, an Event's ``eventTime``): consecutive times share their second,
+# so a time is that second plus its fraction. One cache for ``trace`` and ``facts``,
+# which read the same instants.
+SECONDS: dict[str, float] = {}
+SECONDS_MAX = 100_000
+
+
+def note_second(text: str, moment: datetime) -> None:
+    """Remember the second of ``text`` (an aware ``moment``) when it has the common
+    form ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
+    if len(text) == 27 and text[19] == "." and text[26] == "Z":
+        if len(SECONDS) >= SECONDS_MAX:
+            SECONDS.clear()
+        SECONDS[text[:19]] = moment.replace(microsecond=0).timestamp()
+
 
 # gc=False: these never form reference cycles, and untracked objects make
 # both the decode and the garbage collector cheaper.

@@ -27,7 +27,15 @@ from typing import IO, Any
 import msgspec
 import orjson
 
-from handoff.core.schema import LINE_DECODER, DecodeError, KubeObject, ValidationError, to_object
+from handoff.core.schema import (
+    LINE_DECODER,
+    SECONDS,
+    DecodeError,
+    KubeObject,
+    ValidationError,
+    note_second,
+    to_object,
+)
 
 TRACE_VERSION = 1
 HEADER_KEY = "handoff_trace"
@@ -96,15 +104,12 @@ def _utc_second(seconds: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
-_SECONDS: dict[str, float] = {}
-
-
-def _fast_time(text: str) -> float | None:
+def observed_time(text: str) -> float | None:
     """``observed`` as epoch seconds. Consecutive lines share their second, so
     the common form (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) is read from a cache of
     seconds plus the fraction; anything else takes the full parser."""
     if len(text) == 27 and text[19] == "." and text[26] == "Z":
-        second = _SECONDS.get(text[:19])
+        second = SECONDS.get(text[:19])
         fraction = text[20:26]
         if second is not None and fraction.isascii() and fraction.isdigit():
             # float() of six ASCII digits is exact and cheaper than int(); the
@@ -116,10 +121,7 @@ def _fast_time(text: str) -> float | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    if len(text) == 27 and text[19] == "." and text[26] == "Z":
-        if len(_SECONDS) > 100_000:
-            _SECONDS.clear()
-        _SECONDS[text[:19]] = moment.replace(microsecond=0).timestamp()
+    note_second(text, moment)
     return moment.timestamp()
 
 
@@ -196,7 +198,7 @@ class TraceReader:
         stream: Iterable[bytes] = source if opened is None else opened
         number = 0
         decode, kinds, types = LINE_DECODER.decode, self.kinds, WATCH_TYPES
-        seconds = _SECONDS
+        seconds = SECONDS
         # The second of the previous line ("YYYY-MM-DDTHH:MM:SS.", 20 characters) and
         # its epoch seconds: consecutive lines mostly share it.
         prefix, second = "\0", 0.0
@@ -212,7 +214,7 @@ class TraceReader:
                     and (type_ := line.type) in types
                 ):
                     observed = line.observed
-                    # _fast_time's common case, inlined: one call less per line.
+                    # observed_time's common case, inlined: one call less per line.
                     if (
                         observed is not None
                         and observed.startswith(prefix)
@@ -221,9 +223,9 @@ class TraceReader:
                         and (fraction := observed[20:26]).isascii()
                         and fraction.isdigit()
                     ):
-                        at = second + float(fraction) / 1_000_000  # see _fast_time
+                        at = second + float(fraction) / 1_000_000  # see observed_time
                     else:
-                        at = _fast_time(observed) if observed is not None else None
+                        at = observed_time(observed) if observed is not None else None
                         if at is not None and (cached := seconds.get(observed[:19])) is not None:
                             prefix, second = f"{observed[:19]}.", cached
                     if at is not None and (

@@ -27,11 +27,16 @@ import redis
 
 from handoff.core import verdicts as v
 from handoff.core.gcpause import Tenure, paused_gc
-from handoff.core.report import pod_view
+from handoff.core.podstate import DELETED, PodState
 from handoff.core.schema import LINE_DECODER, DecodeError
-from handoff.core.timeline import DELETED, PodState, Timeline, dump_state, load_state
-from handoff.core.trace import WatchEvent, format_time
-from handoff.core.trace import _fast_time as observed_time  # the reader's cached parse
+from handoff.core.snapshot import dump_state, load_state
+from handoff.core.timeline import Timeline
+from handoff.core.trace import (
+    WatchEvent,
+    format_time,
+    observed_time,  # the reader's cached parse
+)
+from handoff.core.views import pod_view
 from handoff.live import queries, store
 from handoff.live.push import Publisher, messages
 

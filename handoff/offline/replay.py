@@ -20,7 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from handoff.core.gcpause import paused_gc
-from handoff.core.timeline import Timeline, dump_state, load_state
+from handoff.core.snapshot import dump_state, load_state
+from handoff.core.timeline import Timeline
 from handoff.core.trace import LineError, WatchEvent
 from handoff.interop.importers import open_events
 

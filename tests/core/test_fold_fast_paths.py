@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 from handoff.core import facts as kube
 from handoff.core import trace
-from handoff.core.schema import ValidationError, to_object
-from handoff.core.timeline import dump_state, fold
-from handoff.core.trace import TraceReader, WatchEvent, _fast_time, read_all
+from handoff.core.schema import SECONDS, ValidationError, to_object
+from handoff.core.snapshot import dump_state
+from handoff.core.timeline import fold
+from handoff.core.trace import TraceReader, WatchEvent, observed_time, read_all
 
 TRACES = sorted((Path(__file__).parents[1] / "data" / "traces").glob("*.jsonl"))
 
@@ -156,7 +157,7 @@ def test_the_messy_trace_has_what_it_claims():
 
 def _observed_times_as_before(data: bytes) -> list[float]:
     """The reader's times as it computed them before it kept the previous second: the
-    cached second plus the fraction when the second is cached, else ``_fast_time``."""
+    cached second plus the fraction when the second is cached, else ``observed_time``."""
     times = []
     for raw in data.splitlines():
         try:
@@ -170,7 +171,7 @@ def _observed_times_as_before(data: bytes) -> list[float]:
             to_object(record.get("object"))
         except ValidationError:
             continue  # a bad object: reported, not an event
-        second = trace._SECONDS.get(observed[:19])
+        second = SECONDS.get(observed[:19])
         fraction = observed[20:26]
         if (
             len(observed) == 27
@@ -182,7 +183,7 @@ def _observed_times_as_before(data: bytes) -> list[float]:
         ):
             times.append(second + float(fraction) / 1_000_000)
         else:
-            at = _fast_time(observed)
+            at = observed_time(observed)
             if at is not None:
                 times.append(at)
     return times
@@ -192,9 +193,9 @@ def _observed_times_as_before(data: bytes) -> list[float]:
     ("name", "data"), _sources(), ids=lambda x: x if isinstance(x, str) else ""
 )
 def test_the_reader_keeps_the_times_it_computed_before(name, data):
-    trace._SECONDS.clear()
+    SECONDS.clear()
     expected = _observed_times_as_before(data)
-    trace._SECONDS.clear()
+    SECONDS.clear()
     got = [at for at, _type, _obj in _fed(data)]
     assert got == expected
 
@@ -230,3 +231,14 @@ def test_micro_time_reads_other_forms_as_timestamp_does():
         "garbage",
     ):
         assert kube.micro_time(text) == kube.timestamp(text)
+
+
+def test_trace_and_facts_read_seconds_from_one_cache():
+    """A trace's ``observed`` second serves an Event's ``eventTime`` in the same second
+    (schema.SECONDS): one RFC 3339 cache, and the same value as a full parse."""
+    SECONDS.clear()
+    assert observed_time("2026-01-02T03:04:05.250000Z") is not None
+    assert list(SECONDS) == ["2026-01-02T03:04:05"]
+    text = "2026-01-02T03:04:05.750001Z"
+    assert kube.micro_time(text) == datetime.fromisoformat(text).timestamp()
+    assert list(SECONDS) == ["2026-01-02T03:04:05"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 from django.core.management import call_command
 
-from handoff.core.timeline import fold_file, fold_trace
+from handoff.offline.triage import fold_file, fold_trace
 
 SECRETS = Path(__file__).parents[1] / "data" / "traces" / "secrets.jsonl"
 

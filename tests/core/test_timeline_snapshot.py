@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from handoff.core.report import build_report
-from handoff.core.timeline import dump_state, fold, load_state
+from handoff.core.snapshot import dump_state, load_state
+from handoff.core.timeline import fold
 from handoff.core.trace import read_all
 
 TRACES = sorted((Path(__file__).parents[1] / "data" / "traces").glob("*.jsonl"))

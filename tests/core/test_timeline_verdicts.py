@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.core.timeline import fold_trace
+from handoff.offline.triage import fold_trace
 
 TRACES = Path(__file__).parents[1] / "data" / "traces"
 EXPECTED = json.loads((TRACES / "expected.json").read_text())

@@ -13,8 +13,8 @@ from django.core.management import call_command
 
 from devtools import bench
 from handoff.core.report import build_report
-from handoff.core.timeline import fold_file
 from handoff.core.trace import TraceReader
+from handoff.offline.triage import fold_file
 
 TRACES = Path(__file__).parent.parent / "data" / "traces"
 

@@ -22,9 +22,9 @@ import redis
 
 from devtools.devstack import free_port
 from handoff.core.report import build_report
-from handoff.core.timeline import fold_file
 from handoff.core.trace import TraceReader, parse_time
 from handoff.live import health, store
+from handoff.offline.triage import fold_file
 from tests.conftest import python_env, spawn, stop, wait_until
 
 CLUSTER = "sim"

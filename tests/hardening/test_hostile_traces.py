@@ -18,9 +18,10 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handoff.core.report import build_report, render_table
+from handoff.core.report import build_report
 from handoff.core.timeline import fold
 from handoff.core.trace import TraceReader
+from handoff.interop.exporters.tables import render_table
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 LINES = [

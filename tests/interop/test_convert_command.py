@@ -9,9 +9,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from handoff.core.report import build_report
-from handoff.core.timeline import fold, fold_file
+from handoff.core.timeline import fold
 from handoff.core.trace import read_all
 from handoff.interop.importers import open_events
+from handoff.offline.triage import fold_file
 from tests.real_data import REAL, real_files
 
 

@@ -26,9 +26,9 @@ from django.core.management import call_command
 
 from devtools.devstack import free_port
 from handoff.core.report import build_report
-from handoff.core.timeline import fold_file
 from handoff.live import store
 from handoff.live.sources.playback import replay
+from handoff.offline.triage import fold_file
 from tests.conftest import python_env, spawn, stop, wait_until
 
 from .helpers import fold_all, register, stable

@@ -16,11 +16,12 @@ import orjson
 import pytest
 
 from handoff.core.gcpause import Tenure
-from handoff.core.timeline import DELETED, fold_file
+from handoff.core.podstate import DELETED
 from handoff.core.trace import TraceReader
 from handoff.live import store
 from handoff.live.fold import TIME_BASED, Folder, FoldSettings, Snapshot, _save_snapshot
 from handoff.live.sources.playback import replay
+from handoff.offline.triage import fold_file
 from handoff.sim import Options, find_scenario, run
 
 from .helpers import fold_all

@@ -7,11 +7,11 @@ from pathlib import Path
 import orjson
 
 from handoff.core.report import build_report
-from handoff.core.timeline import fold_file
 from handoff.core.trace import TraceReader
 from handoff.live import store
 from handoff.live.fold import Folder, FoldSettings
 from handoff.live.sources.playback import replay
+from handoff.offline.triage import fold_file
 
 from .helpers import fold_all, stable
 

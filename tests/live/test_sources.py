@@ -21,12 +21,12 @@ from django.core.management import call_command
 from kubernetes import client as k8s
 
 from handoff.core.report import build_report
-from handoff.core.timeline import fold_file
 from handoff.live import store
 from handoff.live.sources.base import WatchSettings
 from handoff.live.sources.kube import KubeSource, client_for
 from handoff.live.sources.sink import StreamSink
 from handoff.live.sources.watching import WatchLoop, watch_step
+from handoff.offline.triage import fold_file
 from handoff.sim import Options, find_scenario, run
 from handoff.sim.serve.server import SimServer
 from tests.conftest import wait_until

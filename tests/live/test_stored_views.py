@@ -11,9 +11,9 @@ import msgspec
 import orjson
 import pytest
 
-from handoff.core.report import pod_view
-from handoff.core.timeline import fold_file
+from handoff.core.views import pod_view
 from handoff.live import queries, store
+from handoff.offline.triage import fold_file
 from handoff.sim import Options, find_scenario, run
 
 TRACES = Path(__file__).parent.parent / "data" / "traces"

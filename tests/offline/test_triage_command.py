@@ -166,7 +166,7 @@ def test_it_streams_the_same_json_to_a_real_stdout(trace):
     import sys
 
     from handoff.core.report import build_report
-    from handoff.core.timeline import fold_file
+    from handoff.offline.triage import fold_file
 
     done = subprocess.run(
         [sys.executable, "manage.py", "triage", "--trace", str(trace), "--format", "json"],

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from handoff.core.timeline import fold_trace
+from handoff.offline.triage import fold_trace
 from handoff.sim import Options, find_scenario, run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.core.timeline import fold_trace
+from handoff.offline.triage import fold_trace
 from handoff.sim import Options, find_scenario, run
 
 DATA = Path(__file__).parent / "data"

@@ -11,8 +11,7 @@ from typing import Any
 
 from handoff.core import verdicts as v
 from handoff.core.durations import percentile
-from handoff.core.trace import _fast_time as fast_time
-from handoff.core.trace import parse_time
+from handoff.core.trace import observed_time, parse_time
 from webui.detail.rows import PodRow
 
 FLEET_DURATIONS = ("create_to_bind", "bind_to_ack", "ack_to_running", "create_to_running")
@@ -196,5 +195,5 @@ def swimlane(chosen: list[PodRow], left_out: int) -> dict[str, Any]:
 
 def _time(text: str) -> float:
     # The trace reader's parse, which caches each second: bars share their seconds.
-    value = fast_time(text)
+    value = observed_time(text)
     return value if value is not None else parse_time(text)

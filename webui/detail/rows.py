@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from handoff.core.durations import durations
-from handoff.core.report import stages
-from handoff.core.timeline import CREATED, PodState, Timeline
+from handoff.core.podstate import CREATED, PodState
+from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
+from handoff.core.views import stages
 
 
 @dataclass(slots=True)

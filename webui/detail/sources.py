@@ -18,9 +18,10 @@ import redis
 from django.conf import settings
 
 from handoff.core import verdicts as v
-from handoff.core.report import outline, pod_view, sort_key
+from handoff.core.report import outline
 from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
+from handoff.core.views import pod_view, sort_key
 from handoff.live import store
 from handoff.offline.replay import ReplayState
 from webui.detail.rows import PodRow, row_from_pod, row_from_view

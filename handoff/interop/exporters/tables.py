@@ -1,4 +1,5 @@
-"""The triage table as CSV and JSON downloads: the rows the board shows, in its order.
+"""The triage table as CSV and JSON downloads (the rows the board shows, in its order),
+and as text for a terminal (``render_table``).
 
 Values are written as they are (no HTML escaping: these are data files). The one change is
 in CSV: a text cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is
@@ -14,6 +15,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
+
+from handoff.core import verdicts as v
+from handoff.core.trace import parse_time
 
 COLUMNS: tuple[str, ...] = (
     "namespace",
@@ -81,3 +85,64 @@ def json_chunks(head: Mapping[str, Any], views: Iterable[Mapping[str, Any]]) -> 
     for index, view in enumerate(views):
         yield (b"\n" if index == 0 else b",\n") + orjson.dumps(view)
     yield b"\n]" + closing + b"\n"
+
+
+# ------------------------------------------------------- terminal table
+
+_COLUMNS = ("VERDICT", "REASON", "POD", "NODE", "BINDING", "IN STAGE", "CREATE→RUN")
+
+
+def render_table(report: dict[str, Any], colour: bool = False) -> str:
+    """A line per pod, worst first; coloured by verdict when ``colour``."""
+    now = report["evaluated_at"]
+    rows = [_row(view, now) for view in report["pods"]]
+    widths = [len(c) for c in _COLUMNS]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip()]
+    for view, row in zip(report["pods"], rows, strict=True):
+        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        lines.append(_paint(line, view["verdict"]) if colour else line)
+    lines.append("")
+    lines.append(_summary_line(report))
+    return "\n".join(lines)
+
+
+def _row(view: dict[str, Any], now: str | None) -> list[str]:
+    node = view["node"] or "-"
+    if view["node_exists"] is False:
+        node += " (missing)"
+    create_to_run = view["durations"]["create_to_running"]
+    return [
+        view["verdict"],
+        view["reason"] or "",
+        f"{view['namespace']}/{view['name']}",
+        node,
+        view["binding"] or "-",
+        _ago(view["since"], now),
+        "-" if create_to_run is None else f"{create_to_run:.1f}s",
+    ]
+
+
+def _ago(since: str | None, now: str | None) -> str:
+    if since is None or now is None:
+        return "-"
+    seconds = max(0.0, parse_time(now) - parse_time(since))
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _paint(line: str, verdict: str) -> str:
+    hexcode = v.colour(verdict).lstrip("#")
+    red, green, blue = (int(hexcode[i : i + 2], 16) for i in (0, 2, 4))
+    return f"\x1b[38;2;{red};{green};{blue}m{line}\x1b[0m"
+
+
+def _summary_line(report: dict[str, Any]) -> str:
+    counts = report["summary"]["verdicts"]
+    parts = [f"{name} {count}" for name, count in counts.items() if count]
+    head = f"{report['summary']['pods']} pods at {report['evaluated_at']}"
+    return head + (": " + ", ".join(parts) if parts else "")

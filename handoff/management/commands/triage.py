@@ -9,11 +9,12 @@ from typing import Any
 import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff.core.report import build_report, render_table, write_report_json
-from handoff.core.timeline import fold_file
+from handoff.core.report import build_report, write_report_json
 from handoff.core.trace import parse_time
 from handoff.core.verdicts import VERDICT_NAMES
+from handoff.interop.exporters.tables import render_table
 from handoff.management.cliargs import is_tty
+from handoff.offline.triage import fold_file
 
 MAX_ERRORS_PRINTED = 20
 

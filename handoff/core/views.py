@@ -1,0 +1,196 @@
+"""One pod as the CLI, the API and the pages show it: its view (verdict, explanation,
+milestones, stage bars, events, changes in words), and the order pods are listed in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from handoff.core import verdicts as v
+from handoff.core.durations import durations
+from handoff.core.explain import Context, explain
+from handoff.core.facts import parse_admission_message
+from handoff.core.judge import Judgement
+from handoff.core.podstate import BOUND, CREATED, DELETED, SLOTS, EventRecord, PodState
+from handoff.core.timeline import Timeline
+from handoff.core.trace import format_time
+
+
+@lru_cache(maxsize=1 << 12)
+def iso(value: float | None) -> str | None:
+    # The same instants recur in a pod's milestones, stages and changes: a cache
+    # that spans a few pods catches them; one spanning every pod only costs memory.
+    return None if value is None else format_time(value)
+
+
+def pod_view(
+    timeline: Timeline,
+    pod: PodState,
+    now: float,
+    stuck_after: float = 60.0,
+    judgement: Judgement | None = None,
+) -> dict[str, Any]:
+    """Everything the CLI, the API and the pod page show about one pod (``judgement``:
+    the pod's, when the caller has just judged it at ``now``)."""
+    if judgement is None:
+        judgement = timeline.judge(pod, now, stuck_after)
+    binding = timeline.binding(pod)
+    m = pod.milestones
+    rejection = None
+    message = ""
+    if pod.extra is not None:  # only pods with rare facts have a message to explain
+        message = pod.unschedulable_message
+        if judgement.verdict == v.REJECTED:
+            reason, message = pod.rejection or (judgement.reason or "", pod.status_message)
+            rejection = {"reason": reason, "message": message}
+            parsed = parse_admission_message(message)
+            if parsed:
+                rejection.update(parsed)
+        elif judgement.verdict == v.EVICTED and pod.evicted_event is not None:
+            message = pod.evicted_event[2]
+        elif judgement.verdict == v.EVICTED and pod.status_reason == "Evicted":
+            message = pod.status_message
+    elif judgement.verdict == v.REJECTED:
+        rejection = {"reason": judgement.reason or "", "message": ""}
+    bound = m[BOUND] if m[BOUND] is not None else m[CREATED]
+    window = judgement.podgc_window
+    ctx = Context(
+        node=pod.node,
+        binding=binding,
+        message=message,
+        resources=parse_admission_message(message) if rejection else None,
+        owner_kind=pod.owner[0] if pod.owner else "",
+        since_bound=None if bound is None else max(0.0, now - bound),
+        podgc_from=format_time(window[0]) if window else "",
+        podgc_to=format_time(window[1]) if window else "",
+        node_lost_at=iso(judgement.node_lost_at) or "",
+    )
+    known = [t for t in m if t is not None]
+    return {
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": None if pod.uid.startswith("name:") else pod.uid,
+        "node": pod.node or None,
+        "node_exists": judgement.node_exists,
+        "binding": binding,
+        "owner": {"kind": pod.owner[0], "name": pod.owner[1]} if pod.owner else None,
+        "verdict": judgement.verdict,
+        "reason": judgement.reason,
+        "explanation": explain(judgement.verdict, judgement.reason, ctx),
+        "since": iso(max(known)) if known else None,
+        "milestones": dict(zip(v.MILESTONES, map(iso, m), strict=True)),
+        "durations": durations(m),
+        "stages": stages(m, now),
+        "rejection": rejection,
+        "podgc": {"earliest": iso(window[0]), "latest": iso(window[1])} if window else None,
+        "events": [_event_view(record) for record in _sorted_events(pod)],
+        "changes": [{"at": iso(t), "what": text} for t, text in describe_changes(pod)],
+    }
+
+
+_STAGE_SLOTS = tuple(
+    (stage.name, tuple(SLOTS[s] for s in stage.starts), tuple(SLOTS[e] for e in stage.ends))
+    for stage in v.STAGES
+)
+
+
+def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any]]:
+    """The stage bars between milestones; the current one is open and ends at ``now``."""
+    deleted = milestones[DELETED]
+    horizon = deleted if deleted is not None else now
+    bars = []
+    for name, starts, ends in _STAGE_SLOTS:
+        start = None
+        for index in starts:
+            if milestones[index] is not None:
+                start = milestones[index]
+                break
+        if start is None:
+            continue
+        end = None
+        for index in ends:
+            t = milestones[index]
+            if t is not None and t >= start and (end is None or t < end):
+                end = t
+        bars.append(
+            {
+                "name": name,
+                "start": iso(start),
+                "end": iso(end if end is not None else max(horizon, start)),
+                "open": end is None and deleted is None,
+            }
+        )
+    return bars
+
+
+def _sorted_events(pod: PodState) -> list[EventRecord]:
+    return sorted(
+        pod.events,
+        key=lambda e: (e.first if e.first is not None else e.observed, e.reason),
+    )
+
+
+def _event_view(record: EventRecord) -> dict[str, Any]:
+    return {
+        "reason": record.reason,
+        "type": record.type,
+        "source": record.component or None,
+        "host": record.host or None,
+        "message": record.message,
+        "first": iso(record.first if record.first is not None else record.observed),
+        "last": iso(record.last if record.last is not None else record.observed),
+        "count": record.count,
+    }
+
+
+def sort_key(view: dict[str, Any]) -> tuple[Any, ...]:
+    """Worst first, then oldest first."""
+    created = view["milestones"]["created"] or "9999"
+    return (-v.severity(view["verdict"]), created, view["namespace"], view["name"])
+
+
+def describe_changes(pod: PodState) -> list[tuple[float, str]]:
+    """The pod's watch updates in words: what each one changed."""
+    flat = pod.changes  # five fields per change, one after the other
+    if not flat:
+        return []
+    bits = flat[1]
+    first = "first seen" + (f" on node {pod.node}" if bits & _BOUND_BIT else " without a node")
+    described = [(flat[0], first)]
+    for at in range(5, len(flat), 5):
+        _, old_bits, old_phase, old_reason, old_waiting = flat[at - 5 : at]
+        observed, bits, phase, reason, waiting = flat[at : at + 5]
+        parts = []
+        new_bits = bits & ~old_bits
+        if new_bits & _BOUND_BIT:
+            parts.append(f"nodeName set to {pod.node}")
+        if old_phase != phase:
+            parts.append(f"phase: {old_phase or '-'} → {phase or '-'}")
+        if old_reason != reason:
+            parts.append(f"reason: {old_reason or '-'} → {reason or '-'}")
+        if old_waiting != waiting:
+            parts.append(f"waiting: {old_waiting or '-'} → {waiting or '-'}")
+        if new_bits & v.DELETING_BIT:
+            parts.append("deletionTimestamp set")
+        if new_bits & v.DISRUPTION_BIT and pod.disruption is not None:
+            parts.append(f"DisruptionTarget: {pod.disruption[0]}")
+        parts.extend(_milestone_words(new_bits & ~_BOUND_BIT))
+        described.append((observed, ", ".join(parts) or "status updated"))
+    return described
+
+
+_BOUND_BIT = 1 << BOUND
+
+
+def _milestone_words(bits: int) -> list[str]:
+    words = []
+    bits &= (1 << len(v.MILESTONES)) - 1
+    while bits:
+        index = (bits & -bits).bit_length() - 1
+        words.append(_MILESTONE_WORDS[index])
+        bits &= bits - 1
+    return words
+
+
+_MILESTONE_WORDS = tuple(name.replace("_", " ") for name in v.MILESTONES)
