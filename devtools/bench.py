@@ -34,7 +34,7 @@ import redis
 from devtools.devstack import free_port, group_members, port_open, start_time, stop_groups
 from handoff.core.timeline import fold
 from handoff.core.trace import TraceReader, format_time, open_binary
-from handoff.live import store
+from handoff.live import clusters, store
 from handoff.live.sources.sink import StreamSink
 
 TYPED_MODELS = {
@@ -410,13 +410,14 @@ class Services:
         cookie = self.session_cookie()
         client = redis.Redis.from_url(url)
         client.flushall()
-        store.register_cluster(client, store.ClusterConfig(name=cluster, kind="trace"))
+        clusters.register_cluster(client, clusters.ClusterConfig(name=cluster, kind="trace"))
         self.worker()
         address = self.daphne()
         from celery import Celery
 
         Celery(broker=url).send_task("handoff.tasks.fold", args=[cluster], queue="watch")
-        self._wait(lambda: client.exists(store.lease_key(cluster, store.FOLD)), "the fold task", 60)
+        fold_lease = store.lease_key(cluster, clusters.FOLD)
+        self._wait(lambda: client.exists(fold_lease), "the fold task", 60)
         return client, cookie, address
 
     def cpu_seconds(self, name: str) -> float:
