@@ -210,33 +210,14 @@ def _expand(data: list[Any]) -> dict[str, Any]:
         "milestones": dict(zip(v.MILESTONES, instants[1:marks], strict=True)),
         "durations": dict(zip(_DURATION_KEYS, spans, strict=True)),
         "stages": [
-            {
-                "name": _STAGE_NAMES[code],
-                "start": start,
-                "end": end,
-                "open": is_open,
-            }
+            {"name": _STAGE_NAMES[code], "start": start, "end": end, "open": is_open}
             for code, start, end, is_open in zip(
                 names, instants[marks:starts], instants[starts:ats], opens, strict=True
             )
         ],
         "rejection": rejection,
         "podgc": podgc,
-        "events": [
-            {
-                "reason": head[0],
-                "type": head[1],
-                "source": head[2],
-                "host": head[3],
-                "message": head[4],
-                "first": first,
-                "last": last,
-                "count": count,
-            }
-            for head, first, last, count in zip(
-                heads, instants[firsts:lasts], instants[lasts:], counts, strict=True
-            )
-        ],
+        "events": _events(heads, instants[firsts:lasts], instants[lasts:], counts),
         "changes": [
             {"at": at, "what": what} for at, what in zip(instants[ats:firsts], whats, strict=True)
         ],
@@ -246,6 +227,24 @@ def _expand(data: list[Any]) -> dict[str, Any]:
     if explanation is None:
         view["explanation"] = explain(verdict, reason, _explain_context(view))
     return view
+
+
+def _events(
+    heads: list[Any], firsts: list[Any], lasts: list[Any], counts: list[Any]
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "reason": head[0],
+            "type": head[1],
+            "source": head[2],
+            "host": head[3],
+            "message": head[4],
+            "first": first,
+            "last": last,
+            "count": count,
+        }
+        for head, first, last, count in zip(heads, firsts, lasts, counts, strict=True)
+    ]
 
 
 def _explain_context(view: dict[str, Any]) -> Context:
