@@ -1,6 +1,6 @@
 """Clusters Handoff watches. The database keeps how to reach each one — a kubeconfig
 *path* and context, in-cluster, a simulator scenario or a trace — never credentials.
-Workers read the configuration from Redis (``store.CLUSTERS``), which every save and
+Workers read the configuration from Redis (``clusters.CLUSTERS``), which every save and
 delete here writes through, so they need no database connection.
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 import time
 
 import redis
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
-from handoff.live import store
+from handoff import conf
+from handoff.live import clusters, store
 from handoff.live.push import GROUP_NAME_MAX, GROUP_PREFIX
 
 NAME_RULE = RegexValidator(
@@ -56,7 +56,7 @@ class Cluster(models.Model):
         super().save(*args, **kwargs)
         config = self.config()
         with _redis() as client:
-            store.register_cluster(client, config)
+            clusters.register_cluster(client, config)
             # /healthz counts a stream that never got a holder from here.
             now = time.time()
             for stream in config.streams():
@@ -65,7 +65,7 @@ class Cluster(models.Model):
     def delete(self, *args, **kwargs):
         result = super().delete(*args, **kwargs)
         with _redis() as client:
-            store.unregister_cluster(client, self.name)
+            clusters.unregister_cluster(client, self.name)
         return result
 
     def clean(self) -> None:
@@ -74,8 +74,8 @@ class Cluster(models.Model):
         if self.kind == self.SIMULATOR and not self.scenario:
             raise ValidationError({"scenario": "Name a simulator scenario."})
 
-    def config(self) -> store.ClusterConfig:
-        return store.ClusterConfig(
+    def config(self) -> clusters.ClusterConfig:
+        return clusters.ClusterConfig(
             name=self.name,
             kind=self.kind,
             kubeconfig=self.kubeconfig,
@@ -87,13 +87,13 @@ class Cluster(models.Model):
 
 
 def _redis() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL)
+    return conf.redis_client()
 
 
 def sync_registry() -> int:
     """Write every configured cluster to Redis (after Redis lost its data)."""
-    clusters = list(Cluster.objects.all())
+    rows = list(Cluster.objects.all())
     with _redis() as client:
-        for cluster in clusters:
-            store.register_cluster(client, cluster.config())
-    return len(clusters)
+        for row in rows:
+            clusters.register_cluster(client, row.config())
+    return len(rows)

@@ -19,14 +19,13 @@ from pathlib import Path
 import redis
 from celery import shared_task
 from celery.signals import worker_shutting_down
-from django.conf import settings
 
-from handoff.live import health, store
-from handoff.live.fold import Folder, FoldSettings
+from handoff import conf
+from handoff.live import clusters, health, leases, store
+from handoff.live.fold import Folder
 from handoff.live.push import Publisher
-from handoff.live.sources.base import SourceError, WatchSettings
+from handoff.live.sources.base import SourceError
 from handoff.live.sources.sink import StreamSink
-from handoff.live.sources.watching import keep_lease
 
 log = logging.getLogger(__name__)
 TASK_OF = {
@@ -39,27 +38,7 @@ TASK_OF = {
 
 
 def _redis() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL)
-
-
-def watch_settings() -> WatchSettings:
-    return WatchSettings(
-        window=settings.HANDOFF_WATCH_WINDOW,
-        server_timeout=settings.HANDOFF_WATCH_SERVER_TIMEOUT,
-        read_timeout=settings.HANDOFF_WATCH_READ_TIMEOUT,
-        lease_ttl=settings.HANDOFF_LEASE_TTL,
-    )
-
-
-def fold_settings() -> FoldSettings:
-    return FoldSettings(
-        stuck_after=float(settings.HANDOFF_STUCK_AFTER),
-        push_interval=settings.HANDOFF_PUSH_INTERVAL_MS / 1000,
-        snapshot_interval=float(settings.HANDOFF_SNAPSHOT_INTERVAL),
-        retention_hours=float(settings.HANDOFF_RETENTION_HOURS),
-        max_events=settings.HANDOFF_STREAM_MAXLEN,
-        gc_settle_interval=1.0,
-    )
+    return conf.redis_client()
 
 
 # ---------------------------------------------------------------- shutdown
@@ -141,20 +120,17 @@ def heartbeat() -> None:
         client.close()
 
 
-def _lease(client: redis.Redis, cluster: str, stream: str, task_id: str | None) -> store.Lease:
-    return store.Lease(
-        client,
-        store.lease_key(cluster, stream),
-        store.holder_id(task_id),
-        settings.HANDOFF_LEASE_TTL,
+def _lease(client: redis.Redis, cluster: str, stream: str, task_id: str | None) -> leases.Lease:
+    return leases.Lease.of_stream(
+        client, cluster, stream, leases.holder_id(task_id), conf.lease_ttl()
     )
 
 
-def _hand_over(client: redis.Redis, cluster: str, stream: str, lease: store.Lease) -> None:
+def _hand_over(client: redis.Redis, cluster: str, stream: str, lease: leases.Lease) -> None:
     """Release the stream and enqueue its successor, if the cluster is still configured."""
     lease.release()
-    if store.cluster(client, cluster) is not None:
-        client.set(store.pending_key(cluster, stream), "1", ex=settings.HANDOFF_LEASE_TTL * 3)
+    if clusters.cluster(client, cluster) is not None:
+        client.set(store.pending_key(cluster, stream), "1", ex=conf.lease_ttl() * 3)
         start_stream(cluster, stream)
 
 
@@ -178,15 +154,15 @@ def watch(self, cluster: str, resource: str) -> str:
     from handoff.live.sources.watching import WatchLoop
 
     client = _redis()
-    config = store.cluster(client, cluster)
+    config = clusters.cluster(client, cluster)
     lease = _lease(client, cluster, resource, self.request.id)
     if config is None or not lease.acquire():
         return "skipped"
     client.delete(store.pending_key(cluster, resource))
-    tuning = watch_settings()
+    tuning = conf.watch_settings()
     try:
         source = KubeSource.for_cluster(config)
-        sink = StreamSink(client, cluster, resource, maxlen=settings.HANDOFF_STREAM_MAXLEN)
+        sink = StreamSink(client, cluster, resource, maxlen=conf.stream_maxlen())
         _note_start(client, cluster, resource)
         loop = WatchLoop(source, sink, resource, tuning, lease)
         with on_worker_stop(loop.stop):
@@ -222,7 +198,7 @@ def _take_over(client: redis.Redis, cluster: str, publisher: Publisher) -> Folde
     if kept is not None and kept.clean_at(kept.cursor):
         kept.publisher = publisher  # close() gave the collector back; it resumes at once
         return kept
-    folder = Folder(client, cluster, fold_settings(), publisher)
+    folder = Folder(client, cluster, conf.fold_settings(), publisher)
     folder.restore()
     return folder
 
@@ -231,26 +207,26 @@ def _take_over(client: redis.Redis, cluster: str, publisher: Publisher) -> Folde
 def fold(self, cluster: str) -> str:
     """Fold the cluster's stream into pod state for a window, under the fold lease."""
     client = _redis()
-    lease = _lease(client, cluster, store.FOLD, self.request.id)
-    if store.cluster(client, cluster) is None or not lease.acquire():
+    lease = _lease(client, cluster, clusters.FOLD, self.request.id)
+    if clusters.cluster(client, cluster) is None or not lease.acquire():
         return "skipped"
-    client.delete(store.pending_key(cluster, store.FOLD))
+    client.delete(store.pending_key(cluster, clusters.FOLD))
     lost = threading.Event()  # the lease was lost, or the worker is stopping
-    keeper = keep_lease(lease, cluster, store.FOLD, lost)
+    keeper = lease.keep(lost)
     publisher = Publisher(cluster)
     folder: Folder | None = None
-    deadline = time.monotonic() + settings.HANDOFF_WATCH_WINDOW
+    deadline = time.monotonic() + conf.watch_settings().window
     clean = False
     try:
-        _note_start(client, cluster, store.FOLD)
+        _note_start(client, cluster, clusters.FOLD)
         with on_worker_stop(lost.set):
             folder = _take_over(client, cluster, publisher)
             while not lost.is_set() and time.monotonic() < deadline:
                 folded = folder.step()
                 if folded:
                     pipe = client.pipeline(transaction=False)
-                    pipe.hincrby(store.stream_key(cluster, store.FOLD), "events", folded)
-                    store.note_stream(pipe, cluster, store.FOLD, last_event=time.time())
+                    pipe.hincrby(store.stream_key(cluster, clusters.FOLD), "events", folded)
+                    store.note_stream(pipe, cluster, clusters.FOLD, last_event=time.time())
                     pipe.execute()
         if _stopping.is_set() or not lost.is_set():
             folder.flush()
@@ -258,7 +234,7 @@ def fold(self, cluster: str) -> str:
             clean = not _stopping.is_set()
     except Exception as exc:
         store.note_stream(
-            client, cluster, store.FOLD, last_error=type(exc).__name__, error_at=time.time()
+            client, cluster, clusters.FOLD, last_error=type(exc).__name__, error_at=time.time()
         )
         raise
     finally:
@@ -271,7 +247,7 @@ def fold(self, cluster: str) -> str:
             if clean and stopped == "window":
                 _warm[cluster] = folder
     if stopped in ("window", "stopping"):
-        _hand_over(client, cluster, store.FOLD, lease)
+        _hand_over(client, cluster, clusters.FOLD, lease)
     return stopped
 
 
@@ -281,13 +257,13 @@ def simulate(self, cluster: str) -> str:
     from handoff.live.sources.simulator import run_simulation
 
     client = _redis()
-    config = store.cluster(client, cluster)
+    config = clusters.cluster(client, cluster)
     lease = _lease(client, cluster, "simulator", self.request.id)
     if config is None or not lease.acquire():
         return "skipped"
     client.delete(store.pending_key(cluster, "simulator"))
     stop = threading.Event()
-    keeper = keep_lease(lease, cluster, "simulator", stop)
+    keeper = lease.keep(stop)
     sink = StreamSink(client, cluster, "simulator", track_known=False)
     _note_start(client, cluster, "simulator")
     try:
@@ -312,7 +288,7 @@ def supervise() -> list[str]:
     client = _redis()
     started = []
     try:
-        for name, config in store.clusters(client).items():
+        for name, config in clusters.clusters(client).items():
             for stream in config.streams():
                 if stream == "simulator" and store.stream_state(client, name, stream).get(
                     "finished"
@@ -322,7 +298,7 @@ def supervise() -> list[str]:
                     continue
                 # One start in flight per stream, however many beats pass before it runs.
                 pending = store.pending_key(name, stream)
-                if client.set(pending, "1", nx=True, ex=settings.HANDOFF_LEASE_TTL * 3):
+                if client.set(pending, "1", nx=True, ex=conf.lease_ttl() * 3):
                     start_stream(name, stream)
                     started.append(f"{name}/{stream}")
     finally:

@@ -17,8 +17,9 @@ from django.http import Http404, HttpRequest, JsonResponse, QueryDict
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from handoff.live import queries, store
-from handoff.live.queries import Cursor, PodFilter, QueryError
+from handoff.live import paging, queries
+from handoff.live.paging import Cursor, PodFilter, QueryError
+from handoff.live.queries import ClusterConfig
 from webui import clusterdata
 
 DEFAULT_LIMIT = 100
@@ -52,8 +53,8 @@ def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
     return wrapper
 
 
-def known_cluster(c: redis.Redis, name: str) -> store.ClusterConfig:
-    config = store.cluster(c, name)
+def known_cluster(c: redis.Redis, name: str) -> ClusterConfig:
+    config = queries.config(c, name)
     if config is None:
         raise NotFound(f"no cluster named {name[:100]!r}")
     return config
@@ -82,8 +83,8 @@ def limit(params: QueryDict) -> int:
     raw = params.get("limit", "")
     if not raw:
         return DEFAULT_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= queries.MAX_LIMIT:
-        raise QueryError(f"limit must be a number from 1 to {queries.MAX_LIMIT}")
+    if not raw.isdigit() or not 1 <= int(raw) <= paging.MAX_LIMIT:
+        raise QueryError(f"limit must be a number from 1 to {paging.MAX_LIMIT}")
     return int(raw)
 
 
@@ -109,8 +110,8 @@ def pods_body(c: redis.Redis, cluster: str, params: QueryDict) -> dict[str, Any]
     """One page, with the cursor read before it: changes after the page are >= cursor."""
     flt = pod_filter(params)
     after = Cursor.decode(params["cursor"]) if params.get("cursor") else None
-    head = clusterdata.clock(store.fold_state(c, cluster))
-    page = queries.pods_page(c, cluster, flt, after, limit(params))
+    head = queries.head(c, cluster)
+    page = paging.pods_page(c, cluster, flt, after, limit(params))
     return {
         "cluster": cluster,
         **head,

@@ -7,40 +7,21 @@ can run them in a worker thread.
 from __future__ import annotations
 
 import time
-from functools import cache
 from typing import Any
 
 import redis
-from django.conf import settings
 
-from handoff.core.trace import format_time, parse_time
-from handoff.live import health, queries, store
+from handoff import conf
+from handoff.live import health, queries
+from handoff.live.queries import ClusterConfig
 
 DURATIONS_TTL = 10.0  # seconds a cluster's sampled duration percentiles are reused
 _durations: dict[str, tuple[float, dict[str, Any]]] = {}
 
 
-@cache
-def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
-
-
 def client() -> redis.Redis:
-    return _client(settings.REDIS_URL)
-
-
-def clock(fold: dict[str, str], now: float | None = None) -> dict[str, str | None]:
-    """The fold's cursor and the cluster's clock now: the time the fold judged at its last
-    flush, moved on by the wall time since (what the fold worker's own clock does)."""
-    now = time.time() if now is None else now
-    at, flushed = fold.get("evaluated_at"), fold.get("flushed")
-    evaluated = now
-    if at and flushed:
-        try:
-            evaluated = parse_time(at) + max(0.0, now - float(flushed))
-        except ValueError:
-            evaluated = now
-    return {"stream_cursor": fold.get("cursor") or "0-0", "evaluated_at": format_time(evaluated)}
+    """This process's client for web requests (5 s per command)."""
+    return conf.redis_client(timeout=5, shared=True)
 
 
 def streams(per: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -57,9 +38,9 @@ def streams(per: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def cluster_rows(c: redis.Redis) -> list[dict[str, Any]]:
     """The cluster list: every registered cluster with its counts and stream health."""
-    every = health.check_streams(c, time.time())
+    every = health.check_streams(c, time.time(), conf.stream_limits())
     rows = []
-    for name, config in store.clusters(c).items():
+    for name, config in queries.configs(c).items():
         counts = queries.counts(c, name)
         health_ = streams(every.get(name, {}))
         rows.append(
@@ -77,16 +58,17 @@ def cluster_rows(c: redis.Redis) -> list[dict[str, Any]]:
     return rows
 
 
-def summary(c: redis.Redis, config: store.ClusterConfig, durations: bool = True) -> dict:
+def summary(c: redis.Redis, config: ClusterConfig, durations: bool = True) -> dict:
     """Counts per verdict, duration percentiles, stream health, cursor and clock."""
-    fold = store.fold_state(c, config.name)
-    body: dict[str, Any] = {"cluster": config.name, "kind": config.kind, **clock(fold)}
+    fold = queries.progress(c, config.name)
+    body: dict[str, Any] = {"cluster": config.name, "kind": config.kind, **queries.clock(fold)}
     counts = queries.counts(c, config.name)
     counts["nodes"] = int(fold.get("nodes") or 0)
     if durations:
         counts.update(_cached_durations(c, config.name))
     body["summary"] = counts
-    body["streams"] = streams(health.check_streams(c, time.time()).get(config.name, {}))
+    every = health.check_streams(c, time.time(), conf.stream_limits())
+    body["streams"] = streams(every.get(config.name, {}))
     return body
 
 

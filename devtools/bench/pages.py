@@ -32,7 +32,8 @@ from devtools.bench.latency import (
 )
 from devtools.bench.results import Figure, Results
 from devtools.bench.services import Services
-from handoff.live import store
+from handoff.core import viewcodec
+from handoff.live import clusters, store
 
 CLUSTER = "bench"  # where bench.ingest folded the trace
 PAGES = ("board", "pod", "fleet", "nodes", "search", "api_pods")
@@ -49,7 +50,7 @@ def sample_pods(client: redis.Redis, cluster: str, count: int, seed: int = 1) ->
     while True:
         cursor, chunk = client.hscan(store.pods_key(cluster), cursor, count=2000)
         for raw in chunk.values():
-            view = store.decode_view(raw)
+            view = viewcodec.decode_view(raw)
             names.append((view["namespace"], view["name"]))
         if cursor == 0 or len(names) >= 20 * count:
             break
@@ -225,8 +226,8 @@ def run_pages(
     pods = int(client.hlen(store.pods_key(CLUSTER)))
     if not pods:
         raise RuntimeError("no pods stored: run the ingest section first")
-    if store.cluster(client, CLUSTER) is None:  # ingest folds without registering it
-        store.register_cluster(client, store.ClusterConfig(name=CLUSTER, kind="trace"))
+    if clusters.cluster(client, CLUSTER) is None:  # ingest folds without registering it
+        clusters.register_cluster(client, clusters.ClusterConfig(name=CLUSTER, kind="trace"))
     nodes = int(store.fold_state(client, CLUSTER).get("nodes") or 0)
     targets = sample_pods(client, CLUSTER, 300)
     requests = page_requests(targets, search_terms(targets[:50]))

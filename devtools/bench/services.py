@@ -14,7 +14,7 @@ from pathlib import Path
 import redis
 
 from devtools.devstack import free_port, group_members, port_open, start_time, stop_groups
-from handoff.live import store
+from handoff.live import clusters, store
 
 
 class Services:
@@ -136,13 +136,14 @@ class Services:
         url = self.redis_url()
         cookie = self.session_cookie()
         client = redis.Redis.from_url(url)
-        store.register_cluster(client, store.ClusterConfig(name=cluster, kind="trace"))
+        clusters.register_cluster(client, clusters.ClusterConfig(name=cluster, kind="trace"))
         self.worker()
         address = self.daphne()
         from celery import Celery
 
         Celery(broker=url).send_task("handoff.tasks.fold", args=[cluster], queue="watch")
-        self._wait(lambda: client.exists(store.lease_key(cluster, store.FOLD)), "the fold task", 60)
+        fold_lease = store.lease_key(cluster, clusters.FOLD)
+        self._wait(lambda: client.exists(fold_lease), "the fold task", 60)
         client.close()
         return cookie, address
 

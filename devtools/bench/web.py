@@ -15,7 +15,7 @@ import redis
 
 from devtools.bench.results import Figure, Results
 from devtools.bench.services import Services
-from handoff.live import store
+from handoff.live import clusters, store
 
 CLUSTER = "bench"  # where bench.ingest folded the trace
 FIRST_PAINT_TARGET_MS = 1000.0
@@ -69,8 +69,8 @@ def run_web_benchmarks(results: Results, services: Services, rounds: int) -> Non
     pods = int(client.hlen(store.pods_key(CLUSTER)))
     if not pods:
         raise RuntimeError("no pods stored: run the ingest section first")
-    if store.cluster(client, CLUSTER) is None:  # ingest folds without registering it
-        store.register_cluster(client, store.ClusterConfig(name=CLUSTER, kind="trace"))
+    if clusters.cluster(client, CLUSTER) is None:  # ingest folds without registering it
+        clusters.register_cluster(client, clusters.ClusterConfig(name=CLUSTER, kind="trace"))
     cookie = services.session_cookie()
     site = "http://" + services.daphne()
     api = f"{site}/api/clusters/{CLUSTER}"

@@ -11,17 +11,13 @@ these steps under the cluster's fold lease.
 
 from __future__ import annotations
 
-import copy
 import heapq
 import logging
-import os
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 import orjson
 import redis
 
@@ -29,63 +25,26 @@ from handoff.core import verdicts as v
 from handoff.core.gcpause import Tenure, paused_gc
 from handoff.core.podstate import DELETED, PodState
 from handoff.core.schema import LINE_DECODER, DecodeError
-from handoff.core.snapshot import dump_state, load_state
+from handoff.core.snapshot import load_state
 from handoff.core.timeline import Timeline
 from handoff.core.trace import (
     WatchEvent,
     format_time,
     observed_time,  # the reader's cached parse
 )
+from handoff.core.viewcodec import encode_view
 from handoff.core.views import pod_view
 from handoff.live import queries, store
 from handoff.live.push import Publisher, messages
+from handoff.live.snapshots import Snapshots, read_snapshot
 
 log = logging.getLogger(__name__)
 # Verdicts that can change with nothing but the passing of time.
 TIME_BASED = frozenset({v.AWAITING_KUBELET, v.STARTING})
-SNAPSHOT_VERSION = 2
 NODE_BLIND = "node:"  # key prefix in Folder.blind for nodes (pods are keyed by uid)
 # Seconds between rebuilds of every node's summary (the nodes page's data) while the
 # fold runs: ~7 ms at 5,000 nodes, too much for every flush when nodes keep changing.
 NODES_INTERVAL = 1.0
-SAVER_TIMEOUT = 300.0  # seconds a background snapshot may take before it is killed
-# Saves a snapshot unless the one stored covers more of the stream: a save that finishes
-# late (a background one, or a worker that lost its lease) never replaces a newer one,
-# whose cursor the stream may already have been trimmed to.
-SAVE_SNAPSHOT = """
-local function newer(a, b)
-  local am, as = string.match(a, '^(%d+)-(%d+)$')
-  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
-  if not am or not bm then return false end
-  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
-  return am > bm or (am == bm and as > bs)
-end
-local current = redis.call('hget', KEYS[2], 'snapshot')
-if current and newer(current, ARGV[1]) then
-  redis.call('del', KEYS[3])
-  return 0
-end
-redis.call('rename', KEYS[3], KEYS[1])
-redis.call('hset', KEYS[2], 'snapshot', ARGV[1])
-return 1
-"""
-# The blob goes to Redis in pieces of this many bytes (APPENDs to a scratch key, renamed
-# at the end): one SET of 100 MB would hold every other client up while Redis copies it.
-SNAPSHOT_PIECE = 1 << 20
-SCRATCH_TTL = 600  # seconds a scratch key of an interrupted save lingers
-
-
-class Snapshot(msgspec.Struct):
-    """What the fold worker saves: its timeline (timeline.dump_state), the blind
-    deletions it knows, and the stream id both cover."""
-
-    version: int
-    timeline: bytes
-    blind: dict[str, dict[str, str]]
-    cursor: str
-    # Saved right after a flush (a fold window's end): the stored views are this state's,
-    # and this is what their index entries were written from (Folder.written).
-    written: dict[str, tuple[str, str, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +65,7 @@ class FoldSettings:
     gc_settle_interval: float | None = None
 
 
-class Folder:
+class Folder(Snapshots):
     def __init__(
         self,
         client: redis.Redis,
@@ -191,16 +150,12 @@ class Folder:
         self.loaded_cursor: str | None = None
         raw = self.client.get(store.snapshot_key(self.cluster))
         if raw is not None:
-            # Data only (MessagePack), never pickle: whoever can write to Redis must
-            # not be able to run code in the worker.
             try:
-                saved = msgspec.msgpack.decode(raw, type=Snapshot)
-                if saved.version != SNAPSHOT_VERSION:
-                    raise ValueError(f"snapshot version {saved.version}")
+                saved = read_snapshot(raw)
                 self.timeline = load_state(saved.timeline)
                 self.blind, self.cursor = saved.blind, saved.cursor
                 written, self.loaded_cursor = saved.written, saved.cursor
-            except (ValueError, msgspec.DecodeError) as exc:
+            except ValueError as exc:
                 log.warning(
                     "%s: snapshot unreadable (%s), folding the whole stream", self.cluster, exc
                 )
@@ -353,7 +308,7 @@ class Folder:
             pod = pods.get(uid)
             if pod is not None and not uid.startswith("name:"):
                 view = self.view(pod, now)
-                views[uid] = (view, pod.last_change)
+                views[uid] = (view, encode_view(view))
                 self._track(uid, view["verdict"], pod.milestones[DELETED])
             elif pod is None and uid in self.written:
                 removed.append(uid)  # merged into another pod since it was written
@@ -460,102 +415,9 @@ class Folder:
                 for message in messages(self.cursor, [], gone, stamp, counts):
                     self.publisher.publish(message)
 
-    def snapshot(self) -> None:
-        """Save the timeline with the id it covers; only then may the stream before it go.
-        In the foreground: for the end of a fold window, and tests."""
-        if self.saver is not None:
-            self._reap(wait=True)
-        self.last_snapshot = self.clock()
-        # With nothing waiting to be flushed, the stored views are this state's.
-        blob = self._snapshot_blob(self.written if not self.dirty else None)
-        if _save_snapshot(self.client, self.cluster, blob, self.cursor):
-            self._trim(self.cursor)
-
-    def snapshot_in_background(self) -> None:
-        """The periodic snapshot, written by a forked copy of this process (as Redis's
-        BGSAVE does): serializing 150,000 pods takes most of a second, which the live
-        path must not wait for. The parent trims the stream once the copy has saved."""
-        self.last_snapshot = self.clock()
-        cursor = self.cursor
-        pid = os.fork()
-        if pid == 0:  # the copy: only the forking thread exists here, so no logging
-            code = 1
-            try:
-                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGURG):
-                    signal.signal(sig, signal.SIG_DFL)
-                os.nice(19)  # the live path in the parent comes first
-                pool = copy.copy(self.client.connection_pool)
-                pool.reset()  # the parent's sockets stay the parent's
-                client = redis.Redis(connection_pool=pool)
-                saved = _save_snapshot(client, self.cluster, self._snapshot_blob(), cursor)
-                code = 0 if saved else 3
-            except BaseException:  # the exit code is the report
-                code = 2
-            finally:
-                os._exit(code)
-        self.saver = (pid, cursor, time.monotonic())
-
-    def _reap(self, wait: bool) -> None:
-        """Collect the background snapshot's copy; trim the stream when it saved."""
-        assert self.saver is not None
-        pid, cursor, started = self.saver
-        if not wait and time.monotonic() - started > SAVER_TIMEOUT:
-            os.kill(pid, signal.SIGKILL)
-            log.warning("%s: background snapshot over %ds: killed", self.cluster, SAVER_TIMEOUT)
-            wait = True
-        try:
-            done, status = os.waitpid(pid, 0 if wait else os.WNOHANG)
-            code = os.waitstatus_to_exitcode(status) if done else None
-        except ChildProcessError:  # reaped by someone else: the stored cursor tells
-            stored = store.fold_state(self.client, self.cluster).get("snapshot")
-            code = 0 if stored == cursor else 1
-        if code is None:
-            return
-        self.saver = None
-        if code == 0:
-            self._trim(cursor)
-        elif code != 3:  # 3: a newer snapshot was there already
-            log.warning("%s: background snapshot failed (exit %s)", self.cluster, code)
-
-    def _snapshot_blob(self, written: dict[str, tuple[str, str, str]] | None = None) -> bytes:
-        state = dump_state(self.timeline)
-        return msgspec.msgpack.encode(
-            Snapshot(SNAPSHOT_VERSION, state, self.blind, self.cursor, written)
-        )
-
-    def _trim(self, cursor: str) -> None:
-        """The stream keeps what is younger than the retention, at most max_events, and
-        never drops an entry the snapshot (covering up to ``cursor``) does not cover."""
-        age_ms = int((self.clock() - self.settings.retention_hours * 3600) * 1000)
-        covered = store.stream_id_key(cursor)
-        minid = min((age_ms, 0), covered)
-        key = store.events_key(self.cluster)
-        if minid > (0, 0):
-            self.client.xtrim(key, minid=f"{minid[0]}-{minid[1]}", approximate=True)
-        length = self.client.xlen(key)
-        if length > self.settings.max_events:
-            # Only entries the snapshot covers may go.
-            first = self.client.xrange(key, count=length - self.settings.max_events)
-            if first and store.stream_id_key(first[-1][0]) <= covered:
-                self.client.xtrim(key, minid=first[-1][0], approximate=True)
-
 
 def _unparsed(response: Any, **_: Any) -> Any:
     return response
-
-
-def _save_snapshot(client: redis.Redis, cluster: str, blob: bytes, cursor: str) -> bool:
-    """Store a snapshot covering the stream up to ``cursor``, unless a newer one is there."""
-    scratch = f"{store.snapshot_key(cluster)}:saving:{os.getpid()}"
-    client.delete(scratch)
-    view = memoryview(blob)
-    for start in range(0, max(1, len(blob)), SNAPSHOT_PIECE):
-        pipe = client.pipeline(transaction=False)
-        pipe.append(scratch, view[start : start + SNAPSHOT_PIECE].tobytes())
-        pipe.expire(scratch, SCRATCH_TTL)
-        pipe.execute()
-    keys = [store.snapshot_key(cluster), store.fold_key(cluster), scratch]
-    return bool(client.eval(SAVE_SNAPSHOT, 3, *keys, cursor))
 
 
 def _event(raw: bytes) -> WatchEvent | None:

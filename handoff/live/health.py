@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import redis
 
-from handoff.live import store
+from handoff.live import clusters, leases, store
 
 HEARTBEAT_KEY = "handoff:health:worker-heartbeat"
 
@@ -46,7 +46,8 @@ def check_celery(client: redis.Redis, now: float, stale_after: float) -> dict:
 
 @dataclass(frozen=True)
 class StreamLimits:
-    """When a stream counts as failing (Django settings HANDOFF_STREAM_*_LIMIT)."""
+    """When a stream counts as failing (Django settings HANDOFF_STREAM_*_LIMIT, read by
+    ``handoff.conf.stream_limits``: the caller hands them in)."""
 
     errors: int = 3  # failed API calls in a row
     unheld_s: float = 30.0  # no live lease for this long (and no successor)
@@ -54,31 +55,18 @@ class StreamLimits:
     fold_lag_s: float = 30.0  # oldest entry the fold has not folded yet
 
 
-def configured_limits() -> StreamLimits:
-    """The limits from Django settings (docs/configuration.md)."""
-    from django.conf import settings
-
-    return StreamLimits(
-        errors=settings.HANDOFF_STREAM_ERROR_LIMIT,
-        unheld_s=float(settings.HANDOFF_STREAM_UNHELD_LIMIT),
-        silence_s=float(settings.HANDOFF_STREAM_SILENCE_LIMIT),
-        fold_lag_s=float(settings.HANDOFF_FOLD_LAG_LIMIT),
-    )
+WATCHES = frozenset(clusters.WATCH_RESOURCES)
 
 
-WATCHES = frozenset(store.WATCH_RESOURCES)
-
-
-def check_streams(client: redis.Redis, now: float, limits: StreamLimits | None = None) -> dict:
+def check_streams(client: redis.Redis, now: float, limits: StreamLimits) -> dict:
     """Per cluster, per stream: lag (now - last event), lease holder, last error, events/s,
     and ``ok`` with the ``problem`` when the stream is failing.
 
     The holder is reported as held or not only: its value names a host. Error texts are
     class names and HTTP statuses (see handoff/sources), never messages from the server.
     """
-    limits = limits or configured_limits()
     report: dict[str, dict] = {}
-    for name, config in store.clusters(client).items():
+    for name, config in clusters.clusters(client).items():
         report[name] = {
             stream: _stream_health(client, name, stream, now, limits) for stream in config.streams()
         }
@@ -89,13 +77,13 @@ def _stream_health(
     client: redis.Redis, cluster: str, stream: str, now: float, limits: StreamLimits
 ) -> dict:
     state = store.stream_state(client, cluster, stream)
-    holder = store.holder(client, cluster, stream)
+    holder = leases.holder(client, cluster, stream)
     last = _float(state.get("last_event"))
     started = _float(state.get("started"))
     events = int(state.get("events") or 0)
     since = int(state.get("events_at_start") or 0)
     window = now - started if started is not None else None
-    behind = _fold_behind(client, cluster, now) if stream == store.FOLD else None
+    behind = _fold_behind(client, cluster, now) if stream == clusters.FOLD else None
     problem = _problem(state, holder is not None, stream, now, behind, limits)
     return {
         "ok": problem is None,
@@ -164,9 +152,7 @@ def _age(text: str | None, now: float) -> float | None:
     return None if at is None else round(max(0.0, now - at), 1)
 
 
-def report(
-    client: redis.Redis, now: float, stale_after: float, limits: StreamLimits | None = None
-) -> dict:
+def report(client: redis.Redis, now: float, stale_after: float, limits: StreamLimits) -> dict:
     """The whole answer of /healthz: unhealthy when Redis, the workers or a stream fail."""
     result = {"redis": check_redis(client)}
     result["celery"] = (

@@ -19,6 +19,7 @@ import time
 import redis
 
 from handoff.core import verdicts as v
+from handoff.core import viewcodec
 from handoff.interop.exporters.prometheus import (
     Family,
     contribution,
@@ -28,7 +29,7 @@ from handoff.interop.exporters.prometheus import (
     histogram_families,
     render,
 )
-from handoff.live import health, store
+from handoff.live import clusters, health, store
 
 CHUNK = 2000
 LOCK_TTL_MS = 60_000
@@ -121,7 +122,7 @@ def _rebuild_step(client: redis.Redis, cluster: str, mark: dict[str, float]) -> 
         counters: dict[str, float] = {}
         per_pod: dict[bytes, str] = {}
         for uid, raw in chunk.items():
-            counts = contribution(store.decode_view(raw))
+            counts = contribution(viewcodec.decode_view(raw))
             for key, value in counts.items():
                 counters[key] = counters.get(key, 0.0) + value
             per_pod[uid] = encode_contribution(counts)
@@ -190,7 +191,7 @@ def _apply(client: redis.Redis, cluster: str, uids: list[bytes], gone: list[byte
     dropped: list[bytes] = []
     for uid, old_text, raw in zip(everyone, previous, views, strict=True):
         old = decode_contribution(old_text.decode()) if old_text else {}
-        new = contribution(store.decode_view(raw)) if raw else {}
+        new = contribution(viewcodec.decode_view(raw)) if raw else {}
         for key, value in delta(old, new).items():
             totals[key] = totals.get(key, 0.0) + value
         if raw:
@@ -213,8 +214,8 @@ def counters(client: redis.Redis, cluster: str) -> dict[str, float]:
     }
 
 
-def metrics_text(client: redis.Redis, now: float | None = None) -> str:
-    """The whole exposition: every registered cluster."""
+def metrics_text(client: redis.Redis, limits: health.StreamLimits, now: float | None = None) -> str:
+    """The whole exposition: every registered cluster (``limits``: /healthz's)."""
     now = time.time() if now is None else now
     pods = Family("handoff_pods", "gauge", "Pods stored, by verdict.")
     lag = Family(
@@ -238,8 +239,8 @@ def metrics_text(client: redis.Redis, now: float | None = None) -> str:
         "0 while the duration histograms are being rebuilt (first scrapes), then 1.",
     )
     histograms: list[Family] = []
-    streams = health.check_streams(client, now)
-    for name in store.clusters(client):
+    streams = health.check_streams(client, now, limits)
+    for name in clusters.clusters(client):
         refresh(client, name)
         complete.add(0.0 if "rebuild" in marks(client, name) else 1.0, cluster=name)
         _verdict_counts(client, name, pods)

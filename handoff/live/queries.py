@@ -1,17 +1,15 @@
-"""Read side of the pod store: filtered pages in triage order, counts, and what changed.
+"""The read side of the live store: what the web (pages, API, websocket) and the fold's
+push read. Pages of pods are ``live/paging``; this module holds the rest: counts, duration
+percentiles, what changed since a cursor, the cluster's clock, one pod with its
+namesakes and watch gaps, the nodes' summary, and whether a cluster exists.
 
-The indexes (``handoff/store.py``) are zsets scored by ``store.rank_score``, so one verdict
-is one score range and ascending score is the triage order. A page walks the most selective
-index that applies (the verdict indexes, or the namespace, node or binding index) in that
-order from a keyset cursor, checks the other filters with ZMSCORE, and reads only the views
-it returns. Nothing here loads or scans every pod of a cluster, except free-text search,
-which lets Redis match names server-side (ZSCAN MATCH) and orders only the matches.
+The web reads the store only through these two modules (an import contract says so);
+stored views are decoded here with ``handoff.core.viewcodec``.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,275 +19,16 @@ import redis
 
 from handoff.core import verdicts as v
 from handoff.core.durations import summarise
-from handoff.live import store
+from handoff.core.trace import format_time, parse_time
+from handoff.core.viewcodec import decode_view
+from handoff.live import clusters, store
+from handoff.live.clusters import ClusterConfig
+from handoff.live.paging import views
 
 ATTENTION: tuple[str, ...] = tuple(n for n in store.RANKED if v.VERDICTS[n].attention)
-MAX_LIMIT = 500
-MAX_Q = 200
-CHUNK = 1000  # index entries read per round trip while walking
 SAMPLE = 3000  # pods read for the duration percentiles of a bigger cluster
 RESUME_MAX = 2000  # changes a resuming client is sent; beyond that it reloads
-
-
-class QueryError(ValueError):
-    """A filter or cursor the API must refuse (HTTP 400), with a message that says why."""
-
-
-@dataclass(frozen=True)
-class PodFilter:
-    verdicts: tuple[str, ...] = ()  # empty: every verdict
-    namespace: str = ""
-    node: str | None = None  # "" is "not bound to a node"
-    binding: str = ""
-    q: str = ""
-
-    def __post_init__(self) -> None:
-        unknown = [name for name in self.verdicts if name not in v.VERDICTS]
-        if unknown:
-            raise QueryError(f"unknown verdict {unknown[0]!r}")
-        if self.binding and self.binding not in v.BINDINGS:
-            raise QueryError(f"binding must be one of {', '.join(v.BINDINGS)}")
-        if len(self.q) > MAX_Q:
-            raise QueryError(f"q is longer than {MAX_Q} characters")
-
-    def ordered_verdicts(self) -> tuple[str, ...]:
-        wanted = set(self.verdicts)
-        return tuple(n for n in store.RANKED if not wanted or n in wanted)
-
-    def matches(self, view: dict[str, Any]) -> bool:
-        """The same test the queries make, for a view pushed live (the board uses it too)."""
-        if self.verdicts and view["verdict"] not in self.verdicts:
-            return False
-        if self.namespace and view["namespace"] != self.namespace:
-            return False
-        if self.node is not None and (view["node"] or "") != self.node:
-            return False
-        if self.binding and view.get("binding") != self.binding:
-            return False
-        text = self.q.casefold()
-        return not text or text in f"{view['namespace']}/{view['name']}".casefold()
-
-
-@dataclass(frozen=True)
-class Cursor:
-    """Keyset position: the (score, uid) of the last pod of the previous page."""
-
-    score: float
-    uid: str
-
-    def encode(self) -> str:
-        return base64.urlsafe_b64encode(orjson.dumps([self.score, self.uid])).decode()
-
-    @classmethod
-    def decode(cls, text: str) -> Cursor:
-        try:
-            score, uid = orjson.loads(base64.urlsafe_b64decode(text.encode() + b"=="))
-            if not isinstance(uid, str) or isinstance(score, bool):
-                raise TypeError
-            return cls(float(score), uid)
-        except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError) as exc:
-            raise QueryError("cursor is not one this API returned") from exc
-
-
-@dataclass
-class Page:
-    pods: list[dict[str, Any]]
-    next: Cursor | None
-    total: int | None  # exact count of matches when one index answers it, else None
-
-
-def pods_page(
-    client: redis.Redis,
-    cluster: str,
-    flt: PodFilter,
-    after: Cursor | None = None,
-    limit: int = 100,
-) -> Page:
-    """One page of pods matching ``flt`` in triage order, after ``after``."""
-    limit = max(1, min(limit, MAX_LIMIT))
-    if flt.q:
-        picked, more = _search(client, cluster, flt, after, limit)
-    else:
-        picked, more = _walk(client, cluster, flt, after, limit)
-    views = _views(client, cluster, [uid for _, uid in picked])
-    pods = [views[uid] for _, uid in picked if uid in views]
-    last = picked[-1] if picked and more else None
-    return Page(pods, Cursor(*last) if last else None, _total(client, cluster, flt))
-
-
-@dataclass(frozen=True)
-class _Sets:
-    """Index keys a pod must be in (besides its verdict's), and keys it must not be in."""
-
-    within: list[str]
-    outside: list[str]
-
-    def __bool__(self) -> bool:
-        return bool(self.within or self.outside)
-
-
-def _filters(cluster: str, flt: PodFilter) -> _Sets:
-    within, outside = [], []
-    if flt.namespace:
-        within.append(store.index_key(cluster, "ns", flt.namespace))
-    if flt.node is not None:
-        within.append(store.index_key(cluster, "node", flt.node))
-    if flt.binding == "scheduler":  # not indexed: in none of the indexed bindings
-        outside = [store.index_key(cluster, store.BINDING, b) for b in store.INDEXED_BINDINGS]
-    elif flt.binding:
-        within.append(store.index_key(cluster, store.BINDING, flt.binding))
-    return _Sets(within, outside)
-
-
-def _walk(
-    client: redis.Redis, cluster: str, flt: PodFilter, after: Cursor | None, limit: int
-) -> tuple[list[tuple[float, str]], bool]:
-    verdicts = flt.ordered_verdicts()
-    sets = _filters(cluster, flt)
-    verdict_keys = [store.index_key(cluster, "verdict", name) for name in verdicts]
-    pipe = client.pipeline(transaction=False)
-    for key in [*verdict_keys, *sets.within]:
-        pipe.zcard(key)
-    sizes = pipe.execute()
-    by_verdict = sum(sizes[: len(verdict_keys)])
-    # Walk the smallest index that applies; check the others per chunk.
-    driver = None
-    if sets.within:
-        smallest = min(range(len(sets.within)), key=lambda i: sizes[len(verdict_keys) + i])
-        if sizes[len(verdict_keys) + smallest] < by_verdict:
-            driver = sets.within[smallest]
-    checks = _Sets([key for key in sets.within if key != driver], sets.outside)
-    size = CHUNK if checks else limit + 1
-    found: list[tuple[float, str]] = []
-    for key, name in zip(verdict_keys, verdicts, strict=True):
-        low, high = store.verdict_range(name)
-        if after is not None and after.score >= high:
-            continue
-        for chunk in _ranged(client, driver or key, low, high, after, size):
-            found.extend(_keep(client, chunk, checks))
-            if len(found) > limit:
-                return found[:limit], True
-    return found, False
-
-
-def _ranged(
-    client: redis.Redis, key: str, low: float, high: float, after: Cursor | None, size: int
-) -> Iterator[list[tuple[float, str]]]:
-    """(score, uid) of ``key`` in [low, high) after the cursor, in order, chunk by chunk."""
-    if after is not None and low <= after.score < high:
-        # Ties on the cursor's score continue by uid, as Redis orders them.
-        tied = client.zrangebyscore(key, after.score, after.score, withscores=True)
-        rest = [(s, u.decode()) for u, s in tied if u.decode() > after.uid]
-        if rest:
-            yield rest
-        start = f"({after.score!r}"
-    else:
-        start = repr(low)
-    while True:
-        rows = client.zrangebyscore(key, start, f"({high!r}", start=0, num=size, withscores=True)
-        if not rows:
-            return
-        yield [(score, uid.decode()) for uid, score in rows]
-        if len(rows) < size:
-            return
-        start = f"({rows[-1][1]!r}"
-        # Pods sharing the chunk's last score but not returned yet: fetch them by uid.
-        tied = client.zrangebyscore(key, rows[-1][1], rows[-1][1], withscores=True)
-        last_uid = rows[-1][0]
-        rest = [(s, u.decode()) for u, s in tied if u > last_uid]
-        if rest:
-            yield rest
-
-
-def _keep(
-    client: redis.Redis, chunk: list[tuple[float, str]], checks: _Sets
-) -> list[tuple[float, str]]:
-    if not checks or not chunk:
-        return chunk
-    uids = [uid for _, uid in chunk]
-    pipe = client.pipeline(transaction=False)
-    for key in [*checks.within, *checks.outside]:
-        pipe.zmscore(key, uids)
-    replies = pipe.execute()
-    within, outside = replies[: len(checks.within)], replies[len(checks.within) :]
-    return [
-        item
-        for i, item in enumerate(chunk)
-        if all(s[i] is not None for s in within) and all(s[i] is None for s in outside)
-    ]
-
-
-def glob_pattern(q: str) -> str:
-    """ZSCAN MATCH pattern of a case-insensitive substring of ``namespace/name``."""
-    out = []
-    for char in q:
-        if char in "*?[]\\":
-            out.append("\\" + char)
-        elif char.lower() != char.upper() and len(char.lower()) == len(char.upper()) == 1:
-            out.append(f"[{char.lower()}{char.upper()}]")
-        elif char.isprintable():
-            out.append(char)
-    # The uid after the separator is not searched: the match must end before it.
-    return "*" + "".join(out) + "*" + store.NAME_SEPARATOR + "*"
-
-
-def _search(
-    client: redis.Redis, cluster: str, flt: PodFilter, after: Cursor | None, limit: int
-) -> tuple[list[tuple[float, str]], bool]:
-    """Free text: Redis matches the names (ZSCAN MATCH over the change index, whose members
-    start with namespace/name); only the matches are scored, filtered and sorted."""
-    uids = [
-        store.member_uid(member)
-        for member, _ in client.zscan_iter(
-            store.changed_key(cluster), match=glob_pattern(flt.q), count=5000
-        )
-    ]
-    verdicts = flt.ordered_verdicts()
-    sets = _filters(cluster, flt)
-    scored: list[tuple[float, str]] = []
-    for start in range(0, len(uids), CHUNK):
-        chunk = uids[start : start + CHUNK]
-        pipe = client.pipeline(transaction=False)
-        for name in verdicts:
-            pipe.zmscore(store.index_key(cluster, "verdict", name), chunk)
-        replies = pipe.execute()
-        candidates = []
-        for index, uid in enumerate(chunk):
-            score = next((s[index] for s in replies if s[index] is not None), None)
-            if score is not None:
-                candidates.append((score, uid))
-        scored.extend(_keep(client, candidates, sets))
-    scored.sort()
-    if after is not None:
-        scored = [item for item in scored if item > (after.score, after.uid)]
-    return scored[:limit], len(scored) > limit
-
-
-def _total(client: redis.Redis, cluster: str, flt: PodFilter) -> int | None:
-    """Exact count of matches when the indexes give it without walking, else None."""
-    sets = _filters(cluster, flt)
-    if flt.q or len(sets.within) + bool(sets.outside) > 1:
-        return None
-    pipe = client.pipeline(transaction=False)
-    for name in flt.ordered_verdicts():
-        low, high = store.verdict_range(name)
-        pipe.zcard(store.index_key(cluster, "verdict", name))
-        for key in sets.within + sets.outside:
-            pipe.zcount(key, low, f"({high!r}")
-    replies = pipe.execute()
-    step = 1 + len(sets.within) + len(sets.outside)
-    total = 0
-    for start in range(0, len(replies), step):
-        everyone, *parts = replies[start : start + step]
-        total += parts[0] if sets.within else everyone - sum(parts)
-    return total
-
-
-def _views(client: redis.Redis, cluster: str, uids: list[str]) -> dict[str, dict[str, Any]]:
-    if not uids:
-        return {}
-    raws = client.hmget(store.pods_key(cluster), uids)
-    return {uid: store.decode_view(raw) for uid, raw in zip(uids, raws, strict=True) if raw}
+NAMESAKES_SCAN = 20000  # ZSCAN COUNT when finding a name's pods in the change index
 
 
 # ------------------------------------------------------------------ summary
@@ -323,7 +62,7 @@ def durations(client: redis.Redis, cluster: str, sample: int = SAMPLE) -> dict[s
         raws = [raw for raw in client.hmget(key, uids) if raw]
     samples: dict[str, list[float]] = {}
     for raw in raws:
-        for name, value in store.decode_view(raw)["durations"].items():
+        for name, value in decode_view(raw)["durations"].items():
             if value is not None:
                 samples.setdefault(name, []).append(value)
     return {"pods": total, "sampled": len(raws), "durations": summarise(samples)}
@@ -363,5 +102,147 @@ def changed_since(client: redis.Redis, cluster: str, cursor: str) -> Resume:
     members = client.zrangebyscore(store.changed_key(cluster), ms, "+inf")
     uids = [store.member_uid(member) for member in members]
     removed = [u.decode() for u in client.zrangebyscore(removed_key, ms, "+inf")]
-    views = _views(client, cluster, uids)
-    return Resume([views[uid] for uid in uids if uid in views], removed)
+    found = views(client, cluster, uids)
+    return Resume([found[uid] for uid in uids if uid in found], removed)
+
+
+# ---------------------------------------------------------- the fold's clock
+
+
+def progress(client: redis.Redis, cluster: str) -> dict[str, str]:
+    """The fold's progress hash: cursor, evaluated_at, flushed, pods, nodes, ..."""
+    return store.fold_state(client, cluster)
+
+
+def clock(fold: dict[str, str], now: float | None = None) -> dict[str, str | None]:
+    """The fold's cursor and the cluster's clock now: the time the fold judged at its last
+    flush, moved on by the wall time since (what the fold worker's own clock does)."""
+    now = time.time() if now is None else now
+    at, flushed = fold.get("evaluated_at"), fold.get("flushed")
+    evaluated = now
+    if at and flushed:
+        try:
+            evaluated = parse_time(at) + max(0.0, now - float(flushed))
+        except ValueError:
+            evaluated = now
+    return {"stream_cursor": fold.get("cursor") or "0-0", "evaluated_at": format_time(evaluated)}
+
+
+def head(client: redis.Redis, cluster: str, now: float | None = None) -> dict[str, str | None]:
+    """``stream_cursor`` and ``evaluated_at`` of a cluster now (``clock`` of its fold)."""
+    return clock(store.fold_state(client, cluster), now)
+
+
+# ------------------------------------------------------------ one cluster
+
+
+def configs(client: redis.Redis) -> dict[str, ClusterConfig]:
+    """Every registered cluster's configuration, by name."""
+    return clusters.clusters(client)
+
+
+def config(client: redis.Redis, cluster: str) -> ClusterConfig | None:
+    """A registered cluster's configuration; None for an unknown name."""
+    return clusters.cluster(client, cluster)
+
+
+def exists(client: redis.Redis, cluster: str) -> bool:
+    """Registered, or folded into the store (a cluster removed keeps its data)."""
+    return (
+        clusters.cluster(client, cluster) is not None or client.exists(store.fold_key(cluster)) > 0
+    )
+
+
+def fold_nodes(client: redis.Redis, cluster: str) -> dict[str, Any]:
+    """The fold's summary of every node ({name: {exists, ready, down, ...}}) and the
+    time it judged at."""
+    evaluated_at, nodes_json = client.hmget(store.fold_key(cluster), "evaluated_at", "nodes_json")
+    return {
+        "evaluated_at": evaluated_at.decode() if evaluated_at else None,
+        "nodes": orjson.loads(nodes_json) if nodes_json else {},
+    }
+
+
+def all_views(client: redis.Redis, cluster: str) -> Iterator[dict[str, Any]]:
+    """Every stored view, a batch at a time (exports and whole-cluster digests)."""
+    for _, raw in client.hscan_iter(store.pods_key(cluster), count=2000):
+        yield decode_view(raw)
+
+
+def pod_views(client: redis.Redis, cluster: str) -> dict[str, dict[str, Any]]:
+    """Every stored view by uid, at once (tests and small clusters)."""
+    return {uid: decode_view(raw) for uid, raw in store.pod_blobs(client, cluster).items()}
+
+
+# ---------------------------------------------------------------- one pod
+
+
+def pick(candidates: list[dict[str, Any]], uid: str | None) -> dict[str, Any] | None:
+    """The pod a page means: the given uid, else the newest of the pods with that name."""
+    if uid:
+        return next((c for c in candidates if c.get("uid") == uid), None)
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: (c["milestones"].get("created") or "", c.get("uid") or ""))
+
+
+def with_others(view: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pod view plus the other pods that had the same namespace/name (name reuse)."""
+    others = [
+        {"uid": c.get("uid"), "created": c["milestones"].get("created"), "verdict": c["verdict"]}
+        for c in candidates
+        if c is not view
+    ]
+    return {**view, "same_name": sorted(others, key=lambda o: o["created"] or "")}
+
+
+def pod(
+    client: redis.Redis, cluster: str, namespace: str, name: str, uid: str | None
+) -> dict[str, Any] | None:
+    """The pod page's data: the view (``uid``, else the newest pod of that name), the
+    other pods of that name, and the watch gaps in its life."""
+    if uid:
+        raw = client.hget(store.pods_key(cluster), uid)
+        view = decode_view(raw) if raw else None
+        if view is None or (view["namespace"], view["name"]) != (namespace, name):
+            return None
+    candidates = [
+        view
+        for view in views(client, cluster, _namesakes(client, cluster, namespace, name)).values()
+        if (view["namespace"], view["name"]) == (namespace, name)
+    ]
+    chosen = pick(candidates, uid)
+    if chosen is None:
+        return None
+    gaps = watch_gaps(client, cluster, chosen)
+    return {**with_others(chosen, candidates), "watch_gaps": gaps}
+
+
+def _namesakes(client: redis.Redis, cluster: str, namespace: str, name: str) -> list[str]:
+    """The uids of a name's pods. The change index's members start with namespace/name:
+    Redis finds them itself (ZSCAN MATCH), without reading a whole namespace's views."""
+    pattern = _glob_escape(store.name_member(namespace, name, "")) + "*"
+    return [
+        store.member_uid(member)
+        for member, _ in client.zscan_iter(
+            store.changed_key(cluster), match=pattern, count=NAMESAKES_SCAN
+        )
+    ]
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def watch_gaps(client: redis.Redis, cluster: str, view: dict[str, Any]) -> list[dict[str, str]]:
+    """The cluster's blind intervals (a watch relisted after a gap) that overlap the
+    pod's life: what happened to it then was not seen as it happened."""
+    milestones = view.get("milestones") or {}
+    born = milestones.get("created") or milestones.get("bound") or ""
+    gone = milestones.get("deleted") or "9999"
+    gaps = []
+    for raw in client.lrange(store.blind_key(cluster), 0, -1):
+        gap = orjson.loads(raw)
+        if isinstance(gap, dict) and gap.get("to", "") >= born and gap.get("from", "") <= gone:
+            gaps.append(gap)
+    return sorted(gaps, key=lambda g: g.get("from", ""))

@@ -7,32 +7,26 @@ pipelines below stay single-slot. docs/architecture.md ("Redis layout") describe
 Writes are idempotent: stream entries are folded by a deterministic, idempotent timeline,
 pod views are overwritten whole, index updates are set operations. At-least-once delivery
 anywhere on the path changes nothing.
+
+The store moves bytes: a pod view arrives encoded (``handoff.core.viewcodec``, by the
+fold) and leaves encoded (the read side, ``live/queries``, decodes it). The registry of
+clusters is ``live/clusters.py``, leases are ``live/leases.py``.
 """
 
 from __future__ import annotations
 
 import os
-import socket
-import threading
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
-from itertools import count
-from operator import itemgetter
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-import msgspec
 import orjson
 import redis
 
 from handoff.core import verdicts as v
-from handoff.core.explain import Context, explain
-from handoff.core.facts import parse_admission_message
 from handoff.core.trace import parse_time
+from handoff.core.viewcodec import LUA_POSITIONS, VIEW_FORMAT
 
-CLUSTERS = "handoff:clusters"  # hash: name -> ClusterConfig JSON (written through from the DB)
 STREAM_FIELD = b"l"  # the one field of a stream entry: a trace v1 line
-WATCH_RESOURCES = ("pods", "nodes", "events")
-FOLD = "fold"
 
 
 def k(cluster: str, *parts: str) -> str:
@@ -156,50 +150,6 @@ def cluster_keys(client: redis.Redis, cluster: str) -> Iterator[bytes]:
     yield from client.scan_iter(match=f"handoff:{{{cluster}}}:*", count=1000)
 
 
-# ------------------------------------------------------------------ clusters
-
-
-@dataclass
-class ClusterConfig:
-    """How to reach a cluster. Never credentials: a kubeconfig *path* and a context name."""
-
-    name: str
-    kind: str  # kubeconfig | in-cluster | simulator | trace
-    kubeconfig: str = ""
-    context: str = ""
-    scenario: str = ""
-    trace: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def streams(self) -> tuple[str, ...]:
-        """The streams a worker runs for this cluster: watches, or one feeding source."""
-        if self.kind in ("kubeconfig", "in-cluster"):
-            return (*WATCH_RESOURCES, FOLD)
-        if self.kind == "simulator":
-            return ("simulator", FOLD)
-        return (FOLD,)  # trace clusters are fed by `replay`
-
-
-def register_cluster(client: redis.Redis, config: ClusterConfig) -> None:
-    client.hset(CLUSTERS, config.name, orjson.dumps(asdict(config)))
-
-
-def unregister_cluster(client: redis.Redis, name: str) -> None:
-    client.hdel(CLUSTERS, name)
-
-
-def clusters(client: redis.Redis) -> dict[str, ClusterConfig]:
-    return {
-        name.decode(): ClusterConfig(**orjson.loads(raw))
-        for name, raw in sorted(client.hgetall(CLUSTERS).items())
-    }
-
-
-def cluster(client: redis.Redis, name: str) -> ClusterConfig | None:
-    raw = client.hget(CLUSTERS, name)
-    return None if raw is None else ClusterConfig(**orjson.loads(raw))
-
-
 def forget_cluster(client: redis.Redis, name: str) -> int:
     """Delete every key of a cluster (its registration is separate)."""
     removed = 0
@@ -212,72 +162,6 @@ def forget_cluster(client: redis.Redis, name: str) -> int:
     if batch:
         removed += client.delete(*batch)
     return removed
-
-
-# ------------------------------------------------------------------- leases
-
-_RENEW = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('pexpire', KEYS[1], ARGV[2])
-end
-return 0
-"""
-_RELEASE = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('del', KEYS[1])
-end
-return 0
-"""
-
-
-def holder_id(task_id: str | None = None) -> str:
-    """Who holds a lease: host, process and (when known) the Celery task."""
-    base = f"{socket.gethostname()}:{os.getpid()}"
-    return f"{base}:{task_id}" if task_id else base
-
-
-class Lease:
-    """At most one live holder per (cluster, stream): SET NX PX, renewed by compare-and-set."""
-
-    def __init__(self, client: redis.Redis, key: str, holder: str, ttl: float) -> None:
-        self.client = client
-        self.key = key
-        self.holder = holder
-        self.ttl_ms = int(ttl * 1000)
-
-    def acquire(self) -> bool:
-        return bool(self.client.set(self.key, self.holder, nx=True, px=self.ttl_ms))
-
-    def renew(self) -> bool:
-        """False when the lease lapsed and someone else (or no one) holds it."""
-        return bool(self.client.eval(_RENEW, 1, self.key, self.holder, self.ttl_ms))
-
-    def release(self) -> None:
-        self.client.eval(_RELEASE, 1, self.key, self.holder)
-
-    def keep(
-        self, stop: threading.Event, on_lost: Callable[[], object] = lambda: None
-    ) -> threading.Thread:
-        """Renew every ttl/3 from a thread until ``stop``; on loss set ``stop``, call on_lost."""
-
-        def renew() -> None:
-            while not stop.wait(self.ttl_ms / 3000):
-                try:
-                    held = self.renew()
-                except redis.RedisError:
-                    continue  # keep trying until the lease would lapse anyway
-                if not held:
-                    stop.set()
-                    on_lost()
-
-        thread = threading.Thread(target=renew, daemon=True, name=f"lease {self.key}")
-        thread.start()
-        return thread
-
-
-def holder(client: redis.Redis, cluster: str, stream: str) -> str | None:
-    raw = client.get(lease_key(cluster, stream))
-    return None if raw is None else raw.decode()
 
 
 # ------------------------------------------------------------------ streams
@@ -357,253 +241,6 @@ def known(client: redis.Redis, cluster: str, resource: str) -> dict[str, list[st
     }
 
 
-# ------------------------------------------------------------------ stored views
-#
-# A pod view (``report.pod_view`` + ``deleted_blind``) is stored as MessagePack in a
-# compact form: a positional array (VIEW_FORMAT first) instead of objects with their keys,
-# each distinct instant once in a table and referred to by its place in it, stage names as
-# their place in ``verdicts.STAGES``, and the explanation left out when ``explain`` gives
-# the same text again from what the view keeps (it is rebuilt when read). The first item
-# of each list of objects (stages, events, changes) is checked to have the keys, in the
-# order, the form expects; a view of any other shape is stored as a plain MessagePack map.
-# Views stored as JSON by versions before this one (they start with ``{``) still decode.
-# ``decode_view`` is the one reader of stored views; the drop script reads them in Lua.
-
-VIEW_FORMAT = 1
-_VIEW_KEYS = (
-    "namespace",
-    "name",
-    "uid",
-    "node",
-    "node_exists",
-    "binding",
-    "owner",
-    "verdict",
-    "reason",
-    "explanation",
-    "since",
-    "milestones",
-    "durations",
-    "stages",
-    "rejection",
-    "podgc",
-    "events",
-    "changes",
-)
-_VIEW_KEYS_BLIND = (*_VIEW_KEYS, "deleted_blind")
-_DURATION_KEYS = tuple(name for name, _start, _end in v.DURATIONS)
-_STAGE_KEYS = ("name", "start", "end", "open")
-_STAGE_NAMES = tuple(stage.name for stage in v.STAGES)
-_STAGE_CODE = {name: index for index, name in enumerate(_STAGE_NAMES)}
-_EVENT_KEYS = ("reason", "type", "source", "host", "message", "first", "last", "count")
-_CHANGE_KEYS = ("at", "what")
-_OWNER_KEYS = ("kind", "name")
-_get_name, _get_start, _get_end = itemgetter("name"), itemgetter("start"), itemgetter("end")
-_get_open = itemgetter("open")
-_get_first, _get_last = itemgetter("first"), itemgetter("last")
-_get_at, _get_what = itemgetter("at"), itemgetter("what")
-_event_head = itemgetter("reason", "type", "source", "host", "message")
-_get_count = itemgetter("count")
-_INSTANT_TYPES = {str, type(None)}
-_encoder = msgspec.msgpack.Encoder()
-_decoder = msgspec.msgpack.Decoder()
-
-
-def encode_view(view: dict[str, Any]) -> bytes:
-    """The stored form of a pod view; ``decode_view`` gives back an equal dict."""
-    compact = _compact(view)
-    return _encoder.encode(view if compact is None else compact)
-
-
-def decode_view(raw: bytes | str) -> dict[str, Any]:
-    """A stored pod view, in whichever form it was stored (compact, map, older JSON)."""
-    if raw[:1] in (b"{", "{"):
-        return orjson.loads(raw)
-    data = _decoder.decode(raw)
-    if type(data) is dict:
-        return data
-    return _expand(data)
-
-
-def _compact(view: dict[str, Any]) -> list[Any] | None:
-    keys = tuple(view)
-    if keys != _VIEW_KEYS_BLIND and keys != _VIEW_KEYS:
-        return None
-    milestones, durations, owner = view["milestones"], view["durations"], view["owner"]
-    stages, events, changes = view["stages"], view["events"], view["changes"]
-    if (
-        type(milestones) is not dict
-        or tuple(milestones) != v.MILESTONES
-        or type(durations) is not dict
-        or tuple(durations) != _DURATION_KEYS
-        or type(stages) is not list
-        or (stages and tuple(stages[0]) != _STAGE_KEYS)
-        or type(events) is not list
-        or (events and tuple(events[0]) != _EVENT_KEYS)
-        or type(changes) is not list
-        or (changes and tuple(changes[0]) != _CHANGE_KEYS)
-        or (owner is not None and tuple(owner) != _OWNER_KEYS)
-    ):
-        return None
-    try:
-        # Every instant of the view, in a fixed order (since, milestones, stage starts,
-        # stage ends, changes, event firsts, event lasts): stored once each in ``table``,
-        # and as their places in it in ``refs``.
-        instants = [
-            view["since"],
-            *milestones.values(),
-            *map(_get_start, stages),
-            *map(_get_end, stages),
-            *map(_get_at, changes),
-            *map(_get_first, events),
-            *map(_get_last, events),
-        ]
-        table = list(dict.fromkeys(instants))
-        names = list(map(_get_name, stages))
-        explanation = view["explanation"]
-        if (
-            not set(map(type, table)) <= _INSTANT_TYPES
-            or not all(map(_STAGE_CODE.__contains__, names))
-            or type(explanation) is not str
-        ):
-            return None
-        refs = list(map(dict(zip(table, count())).__getitem__, instants))
-        if explanation == explain(view["verdict"], view["reason"], _explain_context(view)):
-            explanation = None  # rebuilt on read
-        out = [
-            VIEW_FORMAT,
-            view["namespace"],
-            view["name"],
-            view["uid"],
-            view["node"],
-            view["node_exists"],
-            view["binding"],
-            None if owner is None else (owner["kind"], owner["name"]),
-            view["verdict"],
-            view["reason"],
-            explanation,
-            table,
-            refs,
-            list(durations.values()),
-            list(map(_STAGE_CODE.__getitem__, names)),
-            list(map(_get_open, stages)),
-            view["rejection"],
-            view["podgc"],
-            list(map(_event_head, events)),
-            list(map(_get_count, events)),
-            list(map(_get_what, changes)),
-        ]
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None  # not the shape the compact form describes: stored as it is
-    if len(keys) == len(_VIEW_KEYS_BLIND):
-        out.append(view["deleted_blind"])
-    return out
-
-
-def _expand(data: list[Any]) -> dict[str, Any]:
-    (
-        fmt,
-        namespace,
-        name,
-        uid,
-        node,
-        node_exists,
-        binding,
-        owner,
-        verdict,
-        reason,
-        explanation,
-        table,
-        refs,
-        spans,
-        names,
-        opens,
-        rejection,
-        podgc,
-        heads,
-        counts,
-        whats,
-        *blind,
-    ) = data
-    if fmt != VIEW_FORMAT:
-        raise ValueError(f"stored pod view of an unknown format: {fmt!r}")
-    instants = list(map(table.__getitem__, refs))
-    marks = 1 + len(v.MILESTONES)
-    starts = marks + len(names)
-    ats = starts + len(names)
-    firsts = ats + len(whats)
-    lasts = firsts + len(heads)
-    view = {
-        "namespace": namespace,
-        "name": name,
-        "uid": uid,
-        "node": node,
-        "node_exists": node_exists,
-        "binding": binding,
-        "owner": None if owner is None else {"kind": owner[0], "name": owner[1]},
-        "verdict": verdict,
-        "reason": reason,
-        "explanation": explanation,
-        "since": instants[0],
-        "milestones": dict(zip(v.MILESTONES, instants[1:marks], strict=True)),
-        "durations": dict(zip(_DURATION_KEYS, spans, strict=True)),
-        "stages": [
-            {
-                "name": _STAGE_NAMES[code],
-                "start": start,
-                "end": end,
-                "open": is_open,
-            }
-            for code, start, end, is_open in zip(
-                names, instants[marks:starts], instants[starts:ats], opens, strict=True
-            )
-        ],
-        "rejection": rejection,
-        "podgc": podgc,
-        "events": [
-            {
-                "reason": head[0],
-                "type": head[1],
-                "source": head[2],
-                "host": head[3],
-                "message": head[4],
-                "first": first,
-                "last": last,
-                "count": count,
-            }
-            for head, first, last, count in zip(
-                heads, instants[firsts:lasts], instants[lasts:], counts, strict=True
-            )
-        ],
-        "changes": [
-            {"at": at, "what": what} for at, what in zip(instants[ats:firsts], whats, strict=True)
-        ],
-    }
-    if blind:
-        view["deleted_blind"] = blind[0]
-    if explanation is None:
-        view["explanation"] = explain(verdict, reason, _explain_context(view))
-    return view
-
-
-def _explain_context(view: dict[str, Any]) -> Context:
-    """What ``explain`` needs, as far as the view itself tells (``report.pod_view`` knows
-    more, such as the time since binding: a view whose explanation needs that keeps it)."""
-    rejection, owner, podgc = view["rejection"], view["owner"], view["podgc"]
-    if rejection is None and owner is None and podgc is None:
-        return Context(node=view["node"] or "", binding=view["binding"])
-    message = (rejection.get("message") or "") if rejection else ""
-    return Context(
-        node=view["node"] or "",
-        binding=view["binding"],
-        message=message,
-        resources=parse_admission_message(message) if rejection else None,
-        owner_kind=owner["kind"] if owner else "",
-        podgc_from=(podgc["earliest"] or "") if podgc else "",
-        podgc_to=(podgc["latest"] or "") if podgc else "",
-    )
-
-
 # ---------------------------------------------------------------- pod state
 
 
@@ -629,9 +266,9 @@ return ms
 
 # Dropping reads each view to find its index entries, so it needs no caller-side memory
 # (a fold worker that just restored has none). It reads both stored forms: the compact
-# MessagePack array (``encode_view``: namespace, name, node, binding and verdict at 2, 3,
-# 5, 7 and 9 counting from 1, after VIEW_FORMAT at 1), a MessagePack map, and the JSON of
-# older versions. ARGV: index key prefix, removal log cap, uids.
+# MessagePack array (``viewcodec.encode_view``: its index fields where
+# ``viewcodec.LUA_POSITIONS`` says), a MessagePack map, and the JSON of older versions.
+# ARGV: index key prefix, removal log cap, uids.
 _DROP = (
     """
 local cursor = redis.call('hget', KEYS[2], 'cursor')
@@ -653,8 +290,9 @@ local function fields(raw)
   if view[1] == """
     + str(VIEW_FORMAT)
     + """ then
-    return {namespace = view[2], name = view[3], node = view[5], binding = view[7],
-            verdict = view[9]}
+    return {"""
+    + ", ".join(f"{name} = view[{place}]" for name, place in LUA_POSITIONS.items())
+    + """}
   end
   return view
 end
@@ -686,14 +324,16 @@ _BINDINGS_LEFT = ("", "unknown", "manual")
 def write_pods(
     pipe: redis.client.Pipeline,
     cluster: str,
-    views: dict[str, tuple[dict[str, Any], float]],
+    views: dict[str, tuple[dict[str, Any], bytes]],
     previous: dict[str, tuple[str, str, str]],
 ) -> None:
-    """Store pod views and their index entries. ``previous`` (uid -> verdict, namespace,
-    node as last written by this writer; empty after a restore, which clears the indexes)
-    is updated in place. One command per index key touched, not per pod: a burst moves
-    thousands of pods between a few indexes. Scores are ``rank_score``s, rewritten on every
-    write since a verdict change moves the pod in every index."""
+    """Store pod views and their index entries. ``views``: uid -> (view, its stored form
+    from ``viewcodec.encode_view``); the view gives the index fields. ``previous`` (uid ->
+    verdict, namespace, node as last written by this writer; empty after a restore, which
+    clears the indexes) is updated in place. One command per index key touched, not per
+    pod: a burst moves thousands of pods between a few indexes. Scores are
+    ``rank_score``s, rewritten on every write since a verdict change moves the pod in
+    every index."""
     if not views:
         return
     blobs = {}
@@ -701,8 +341,8 @@ def write_pods(
     adds: dict[tuple[str, str], dict[str, float]] = {}
     removes: dict[tuple[str, str], list[str]] = {}
     members = []
-    for uid, (view, _last_change) in views.items():
-        blobs[uid] = encode_view(view)
+    for uid, (view, blob) in views.items():
+        blobs[uid] = blob
         verdict, namespace, node = now = (view["verdict"], view["namespace"], view["node"] or "")
         binding = view.get("binding") or ""
         score = rank_score(verdict, view["milestones"].get("created"))
@@ -748,10 +388,9 @@ def drop_pods(
         pipe.eval(_DROP, 4, *keys, prefix, REMOVED_KEPT, *chunk)
 
 
-def pod_views(client: redis.Redis, cluster: str) -> dict[str, dict[str, Any]]:
-    return {
-        uid.decode(): decode_view(raw) for uid, raw in client.hgetall(pods_key(cluster)).items()
-    }
+def pod_blobs(client: redis.Redis, cluster: str) -> dict[str, bytes]:
+    """Every stored view, encoded (``viewcodec.decode_view`` reads them)."""
+    return {uid.decode(): raw for uid, raw in client.hgetall(pods_key(cluster)).items()}
 
 
 def pods_by(client: redis.Redis, cluster: str, by: str, value: str) -> list[str]:
@@ -761,3 +400,50 @@ def pods_by(client: redis.Redis, cluster: str, by: str, value: str) -> list[str]
 
 def fold_state(client: redis.Redis, cluster: str) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in client.hgetall(fold_key(cluster)).items()}
+
+
+# ------------------------------------------------------------------ snapshots
+
+# Saves a snapshot unless the one stored covers more of the stream: a save that finishes
+# late (a background one, or a worker that lost its lease) never replaces a newer one,
+# whose cursor the stream may already have been trimmed to.
+SAVE_SNAPSHOT = """
+local function newer(a, b)
+  local am, as = string.match(a, '^(%d+)-(%d+)$')
+  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
+  if not am or not bm then return false end
+  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
+  return am > bm or (am == bm and as > bs)
+end
+local current = redis.call('hget', KEYS[2], 'snapshot')
+if current and newer(current, ARGV[1]) then
+  redis.call('del', KEYS[3])
+  return 0
+end
+redis.call('rename', KEYS[3], KEYS[1])
+redis.call('hset', KEYS[2], 'snapshot', ARGV[1])
+return 1
+"""
+# The blob goes to Redis in pieces of this many bytes (APPENDs to a scratch key, renamed
+# at the end): one SET of 100 MB would hold every other client up while Redis copies it.
+SNAPSHOT_PIECE = 1 << 20
+SCRATCH_TTL = 600  # seconds a scratch key of an interrupted save lingers
+
+
+def scratch_key(cluster: str) -> str:
+    """Where this process writes a snapshot before it replaces the stored one."""
+    return f"{snapshot_key(cluster)}:saving:{os.getpid()}"
+
+
+def save_snapshot(client: redis.Redis, cluster: str, blob: bytes, cursor: str) -> bool:
+    """Store a snapshot covering the stream up to ``cursor``, unless a newer one is there."""
+    scratch = scratch_key(cluster)
+    client.delete(scratch)
+    view = memoryview(blob)
+    for start in range(0, max(1, len(blob)), SNAPSHOT_PIECE):
+        pipe = client.pipeline(transaction=False)
+        pipe.append(scratch, view[start : start + SNAPSHOT_PIECE].tobytes())
+        pipe.expire(scratch, SCRATCH_TTL)
+        pipe.execute()
+    keys = [snapshot_key(cluster), fold_key(cluster), scratch]
+    return bool(client.eval(SAVE_SNAPSHOT, 3, *keys, cursor))

@@ -20,7 +20,7 @@ import pytest
 import redis
 
 from devtools.devstack import free_port
-from handoff.live import store
+from handoff.live import clusters, store
 from tests.conftest import BASE_DIR, python_env, spawn, start_redis, stop, wait_until
 
 CHROMIUM = "/usr/bin/chromium"
@@ -207,10 +207,10 @@ def live_cluster(
         started = time.monotonic()
         wait_until(kubeconfig.exists, 30, "the simulator's kubeconfig")
         client = redis.Redis.from_url(url)
-        config = store.ClusterConfig(
+        config = clusters.ClusterConfig(
             name=LIVE_CLUSTER, kind="kubeconfig", kubeconfig=str(kubeconfig)
         )
-        store.register_cluster(client, config)
+        clusters.register_cluster(client, config)
         celery = [sys.executable, "-m", "celery", "-A", "handoff"]
         worker = [*celery, "worker", "-Q", "default,watch", "-c", "6", "-n", "live@%h"]
         worker += ["-l", "info", "--without-gossip", "--without-mingle"]

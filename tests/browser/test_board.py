@@ -13,7 +13,7 @@ import pytest
 import redis
 from playwright.sync_api import expect
 
-from handoff.live import store
+from handoff.live import clusters, store
 from handoff.live.push import Publisher
 from tests.webui.pods import FoldWriter, make_views, template
 
@@ -29,7 +29,7 @@ def store_client(redis_url: str):
 
 def _cluster(client: redis.Redis, name: str, count: int = 12) -> tuple[FoldWriter, list[dict]]:
     store.forget_cluster(client, name)
-    store.register_cluster(client, store.ClusterConfig(name=name, kind="trace"))
+    clusters.register_cluster(client, clusters.ClusterConfig(name=name, kind="trace"))
     views = list(make_views(template(client), count, seed=len(name)).values())
     for view in views:
         view["verdict"] = "awaiting-kubelet"

@@ -23,7 +23,7 @@ import redis
 from devtools.devstack import free_port
 from handoff.core.report import build_report
 from handoff.core.trace import TraceReader, parse_time
-from handoff.live import health, store
+from handoff.live import clusters, health, leases, queries, store
 from handoff.offline.triage import fold_file
 from tests.conftest import python_env, spawn, stop, wait_until
 
@@ -116,8 +116,8 @@ def start(
         argv += ["--faults", orjson.dumps(faults).decode()]
     sim = spawn(argv, tmp / "simulator.log", env)
     wait_until(kubeconfig.exists, 30, "the simulator's kubeconfig")
-    store.register_cluster(
-        client, store.ClusterConfig(name=CLUSTER, kind="kubeconfig", kubeconfig=str(kubeconfig))
+    clusters.register_cluster(
+        client, clusters.ClusterConfig(name=CLUSTER, kind="kubeconfig", kubeconfig=str(kubeconfig))
     )
     run = Run(
         tmp,
@@ -163,7 +163,7 @@ def stop_run(run: Run) -> None:
 
 
 def all_held(run: Run) -> bool:
-    return all(store.holder(run.client, CLUSTER, s) for s in STREAMS)
+    return all(leases.holder(run.client, CLUSTER, s) for s in STREAMS)
 
 
 def all_listed(run: Run) -> bool:
@@ -190,7 +190,7 @@ def finish(run: Run) -> dict[str, dict]:
     run.final_streams = {r: run.stream(r) for r in STREAMS}
     run.sim.send_signal(signal.SIGTERM)  # flushes the simulator's own recording
     run.sim.wait(timeout=20)
-    return store.pod_views(run.client, CLUSTER)
+    return queries.pod_views(run.client, CLUSTER)
 
 
 def verdicts(views: dict | list) -> dict:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from handoff import conf
 from handoff.live import health, store
 from tests.conftest import start_redis, stop, wait_until
 
@@ -152,7 +153,7 @@ def test_redis_killed_and_restarted_mid_ingest_loses_nothing(tmp_path: Path) -> 
         assert client.xlen(store.events_key(fr.CLUSTER)) >= before  # AOF kept them
         views = fr.finish(run)
         missing = fr.missing_versions(run)
-        report = health.check_streams(client, time.time())
+        report = health.check_streams(client, time.time(), conf.stream_limits())
     finally:
         fr.stop_run(run)
         stop(proc)

@@ -15,7 +15,7 @@ import redis
 from django.core.management import CommandError, call_command
 
 from devtools.devstack import free_port
-from handoff.live import store
+from handoff.live import clusters, queries, store
 from handoff.models import Cluster
 from handoff.sim.scenarios import SCENARIOS, Options
 from handoff.sim.serve.server import SimServer
@@ -61,9 +61,9 @@ def test_tokens_stay_in_the_kubeconfig(tmp_path: Path, redis_client: redis.Redis
         worker = spawn(argv, log, python_env(HANDOFF_RUN_DIR=str(tmp_path), LOG_LEVEL="DEBUG"))
         try:
             for name in ("good", "bad"):
-                for stream in store.cluster(redis_client, name).streams():
+                for stream in clusters.cluster(redis_client, name).streams():
                     start_stream(name, stream)
-            wait_until(lambda: store.pod_views(redis_client, "good"), 60, "the good cluster")
+            wait_until(lambda: queries.pod_views(redis_client, "good"), 60, "the good cluster")
             wait_until(
                 lambda: store.stream_state(redis_client, "bad", "pods").get("last_error"),
                 60,

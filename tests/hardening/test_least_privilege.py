@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from handoff.live import store
+from handoff.live import clusters, leases, store
 from handoff.live.sources.base import WatchSettings
 from handoff.live.sources.kube import KubeSource
 from handoff.live.sources.sink import StreamSink
@@ -122,7 +122,7 @@ def test_every_request_of_the_watch_code_is_granted(
 ) -> None:
     proxy, kubeconfig = proxied
     name = f"rbac-{events_group.replace('/', '-').replace('.', '-')}"
-    config = store.ClusterConfig(
+    config = clusters.ClusterConfig(
         name=name, kind="kubeconfig", kubeconfig=str(kubeconfig), options={}
     )
     settings = WatchSettings(server_timeout=1, read_timeout=5, lease_ttl=3)
@@ -132,7 +132,7 @@ def test_every_request_of_the_watch_code_is_granted(
         if events_group == "v1":
             source = KubeSource(source.api, "v1")
         sink = StreamSink(redis_client, name, resource)
-        lease = store.Lease(redis_client, store.lease_key(name, resource), "test", 3)
+        lease = leases.Lease(redis_client, store.lease_key(name, resource), "test", 3)
         assert lease.acquire()
         # A list, watches, then a forced relist (the 410 path) and another watch.
         WatchLoop(source, sink, resource, settings, lease).run(time.monotonic() + 2.5)

@@ -21,7 +21,7 @@ import redis
 from django.core.management import call_command
 from django.test import Client
 
-from handoff.live import store
+from handoff.live import clusters, queries
 from handoff.tasks import start_stream
 from tests.conftest import python_env, spawn, stop, wait_until
 from tests.live.helpers import everything_in
@@ -87,7 +87,7 @@ def test_secrets_reach_neither_redis_nor_logs_nor_any_page(
     settings.HANDOFF_DEMO = False
     settings.HANDOFF_REPLAY_UPLOAD_DIR = str(tmp_path / "uploads")
     trace = _trace_with_token_annotations(tmp_path / "secrets.jsonl")
-    store.register_cluster(redis_client, store.ClusterConfig(name=CLUSTER, kind="trace"))
+    clusters.register_cluster(redis_client, clusters.ClusterConfig(name=CLUSTER, kind="trace"))
     log = tmp_path / "worker.log"
     argv = [sys.executable, "-m", "celery", "-A", "handoff", "worker", "-Q", "default,watch"]
     argv += ["-c", "2", "-n", "secrets@%h", "-l", "debug", "--without-gossip", "--without-mingle"]
@@ -97,8 +97,8 @@ def test_secrets_reach_neither_redis_nor_logs_nor_any_page(
         call_command(
             "replay", str(trace), "--cluster", CLUSTER, "--speed", "max", stdout=out, stderr=err
         )
-        start_stream(CLUSTER, store.FOLD)
-        wait_until(lambda: store.pod_views(redis_client, CLUSTER), 60, "the fold worker")
+        start_stream(CLUSTER, clusters.FOLD)
+        wait_until(lambda: queries.pod_views(redis_client, CLUSTER), 60, "the fold worker")
     finally:
         stop(worker)
     _scan(out.getvalue().encode() + err.getvalue().encode(), "the replay command's output")

@@ -29,7 +29,8 @@ import redis  # noqa: E402
 from handoff.core.report import build_report  # noqa: E402
 from handoff.core.timeline import fold  # noqa: E402
 from handoff.interop.importers import open_events  # noqa: E402
-from handoff.live import metrics, store  # noqa: E402
+from handoff.live import clusters, metrics, store  # noqa: E402
+from handoff.live.health import StreamLimits  # noqa: E402
 from tests.interop.conftest import TRACES  # noqa: E402
 from tests.webui.pods import make_views, write  # noqa: E402
 
@@ -44,7 +45,7 @@ def _free_port() -> int:
 
 def _timed(client: redis.Redis) -> float:
     started = time.perf_counter()
-    metrics.metrics_text(client)
+    metrics.metrics_text(client, StreamLimits())
     return time.perf_counter() - started
 
 
@@ -60,7 +61,7 @@ def main(count: int) -> None:
             client = redis.Redis(port=port)
             report = build_report(fold(open_events(TRACES / "rejected-outofcpu.jsonl")))
             base = next(p for p in report["pods"] if p["durations"]["create_to_bind"] is not None)
-            store.register_cluster(client, store.ClusterConfig(name="big", kind="trace"))
+            clusters.register_cluster(client, clusters.ClusterConfig(name="big", kind="trace"))
             views = make_views(base, count)
             client.hset(store.fold_key("big"), "cursor", "1767225600000-0")
             previous = write(client, "big", views)

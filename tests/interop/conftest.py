@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from handoff.core.trace import TraceWriter
-from handoff.live import store
+from handoff.live import clusters, queries
 from handoff.live.sources.playback import replay
 from tests.live.helpers import fold_all
 
@@ -59,11 +59,11 @@ def _nasty_trace(path: Path) -> Path:
 @pytest.fixture
 def prod(redis_client, tmp_path):
     """Cluster ``prod``: every scripted trace in tests/data plus the nasty pod, folded."""
-    store.register_cluster(redis_client, store.ClusterConfig(name="prod", kind="trace"))
+    clusters.register_cluster(redis_client, clusters.ClusterConfig(name="prod", kind="trace"))
     for path in [*sorted(TRACES.glob("*.jsonl")), _nasty_trace(tmp_path / "nasty.jsonl")]:
         replay(redis_client, "prod", path)
     fold_all(redis_client, "prod")
-    return store.pod_views(redis_client, "prod")
+    return queries.pod_views(redis_client, "prod")
 
 
 @pytest.fixture

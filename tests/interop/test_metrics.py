@@ -9,6 +9,8 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
+from handoff import conf
+from handoff.core import viewcodec
 from handoff.interop.exporters.prometheus import BUCKETS, NAMESPACE_DURATIONS
 from handoff.live import metrics, store
 
@@ -70,7 +72,7 @@ def test_it_keeps_histograms_right_as_pods_change_and_leave(redis_client, prod):
     for uid, view in list(prod.items())[:5]:
         view = copy.deepcopy(view)
         view["durations"] = dict.fromkeys(view["durations"], 4.5)
-        changed[uid] = (view, 0.0)
+        changed[uid] = (view, viewcodec.encode_view(view))
     gone = list(prod)[5:8]
     pipe = redis_client.pipeline(transaction=False)
     store.write_pods(pipe, "prod", changed, {})
@@ -137,7 +139,7 @@ def test_it_rebuilds_a_little_per_scrape_and_says_when_it_is_done(redis_client, 
     monkeypatch.setattr(metrics, "REBUILD_BUDGET", 8)
     scrapes = []
     while True:
-        families = _families(metrics.metrics_text(redis_client))
+        families = _families(metrics.metrics_text(redis_client, conf.stream_limits()))
         (complete,) = families["handoff_metrics_histograms_complete"].samples
         scrapes.append(complete.value)
         if complete.value == 1 or len(scrapes) > 100:

@@ -6,7 +6,7 @@ from typing import Any
 
 import redis
 
-from handoff.live import store
+from handoff.live import clusters
 from handoff.live.fold import Folder, FoldSettings
 
 # The parts of a pod view that do not depend on when it was evaluated.
@@ -29,7 +29,7 @@ def stable(views: dict[str, dict[str, Any]] | list[dict[str, Any]]) -> dict[str,
 
 
 def register(client: redis.Redis, name: str, kind: str = "trace", **fields: Any) -> None:
-    store.register_cluster(client, store.ClusterConfig(name=name, kind=kind, **fields))
+    clusters.register_cluster(client, clusters.ClusterConfig(name=name, kind=kind, **fields))
 
 
 def everything_in(client: redis.Redis) -> bytes:

@@ -26,7 +26,7 @@ from django.core.management import call_command
 
 from devtools.devstack import free_port
 from handoff.core.report import build_report
-from handoff.live import store
+from handoff.live import leases, queries, store
 from handoff.live.sources.playback import replay
 from handoff.offline.triage import fold_file
 from tests.conftest import python_env, spawn, stop, wait_until
@@ -101,7 +101,7 @@ def _beat(tmp_path: Path):
 
 
 def _all_held(client) -> bool:
-    return all(store.holder(client, "sim", s) for s in STREAMS)
+    return all(leases.holder(client, "sim", s) for s in STREAMS)
 
 
 def _all_listed(client) -> bool:
@@ -125,7 +125,7 @@ def _finish(simulator: Simulator, client) -> dict:
     wait_until(lambda: _settled(client), 60, "the fold to catch up")
     simulator.proc.send_signal(signal.SIGTERM)  # flushes the simulator's own recording
     simulator.proc.wait(timeout=20)
-    return store.pod_views(client, "sim")
+    return queries.pod_views(client, "sim")
 
 
 def _group(pgid: int) -> set[int]:
@@ -179,7 +179,7 @@ def test_it_ends_with_the_verdicts_of_the_simulators_recording(
     register(redis_client, "copy")
     replay(redis_client, "copy", recorded)
     fold_all(redis_client, "copy")
-    assert stable(store.pod_views(redis_client, "copy")) == stable(views)
+    assert stable(queries.pod_views(redis_client, "copy")) == stable(views)
 
     out = io.StringIO()
     call_command("triage", "--cluster", "sim", "--format", "json", stdout=out)
@@ -199,12 +199,12 @@ def test_a_killed_worker_is_replaced_within_15_seconds(
         second = celery_worker(concurrency=5)
         time.sleep(1)
         dead = _group(first.pid)
-        before = [store.holder(redis_client, "sim", s) for s in STREAMS]
+        before = [leases.holder(redis_client, "sim", s) for s in STREAMS]
         os.killpg(first.pid, signal.SIGKILL)
         killed = time.monotonic()
 
         def taken_over() -> bool:
-            holders = [store.holder(redis_client, "sim", s) for s in STREAMS]
+            holders = [leases.holder(redis_client, "sim", s) for s in STREAMS]
             return all(h and int(h.split(":")[1]) not in dead for h in holders)
 
         wait_until(taken_over, 15, "the second worker to take every stream over")
@@ -247,7 +247,7 @@ def test_a_worker_told_to_stop_hands_its_streams_over_at_once(
     told = time.monotonic()
 
     def handed_over() -> bool:
-        holders = [store.holder(redis_client, "sim", s) for s in STREAMS]
+        holders = [leases.holder(redis_client, "sim", s) for s in STREAMS]
         return all(h and int(h.split(":")[1]) not in dead for h in holders)
 
     wait_until(handed_over, 20, "the second worker to hold every stream")

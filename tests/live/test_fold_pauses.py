@@ -18,8 +18,9 @@ import pytest
 from handoff.core.gcpause import Tenure
 from handoff.core.podstate import DELETED
 from handoff.core.trace import TraceReader
-from handoff.live import store
-from handoff.live.fold import TIME_BASED, Folder, FoldSettings, Snapshot, _save_snapshot
+from handoff.live import queries, store
+from handoff.live.fold import TIME_BASED, Folder, FoldSettings
+from handoff.live.snapshots import Snapshot
 from handoff.live.sources.playback import replay
 from handoff.offline.triage import fold_file
 from handoff.sim import Options, find_scenario, run
@@ -77,12 +78,12 @@ def test_a_successor_restores_what_the_background_copy_saved(redis_client):
 
 
 def test_a_late_snapshot_never_replaces_a_newer_one(redis_client):
-    assert _save_snapshot(redis_client, "c", b"newer", "1700000000000-5")
-    assert not _save_snapshot(redis_client, "c", b"older", "1700000000000-4")
-    assert not _save_snapshot(redis_client, "c", b"older", "999-9")
+    assert store.save_snapshot(redis_client, "c", b"newer", "1700000000000-5")
+    assert not store.save_snapshot(redis_client, "c", b"older", "1700000000000-4")
+    assert not store.save_snapshot(redis_client, "c", b"older", "999-9")
     assert _stored_snapshot(redis_client, "c") == ("1700000000000-5", b"newer")
-    assert _save_snapshot(redis_client, "c", b"same", "1700000000000-5")
-    assert _save_snapshot(redis_client, "c", b"later", "1700000000001-0")
+    assert store.save_snapshot(redis_client, "c", b"same", "1700000000000-5")
+    assert store.save_snapshot(redis_client, "c", b"later", "1700000000001-0")
     assert _stored_snapshot(redis_client, "c") == ("1700000000001-0", b"later")
 
 
@@ -97,7 +98,7 @@ def test_the_sweep_looks_only_at_pods_whose_verdict_time_can_change(redis_client
     folder.sweep()
     (uid,) = waiting
     assert folder.written[uid][0] == "stuck"
-    assert store.pod_views(redis_client, "c")[uid]["verdict"] == "stuck"
+    assert queries.pod_views(redis_client, "c")[uid]["verdict"] == "stuck"
     assert folder.timed == set()
 
 
@@ -114,7 +115,7 @@ def test_retention_forgets_deleted_pods_oldest_first_without_walking_every_pod(r
     folder.timeline.last_observed += folder.settings.retention_hours * 3600 + 60
     folder.retain()
     assert not deleted & set(folder.timeline.pods)
-    assert not deleted & set(store.pod_views(redis_client, "c"))
+    assert not deleted & set(queries.pod_views(redis_client, "c"))
     assert folder.deletions == []
 
 
@@ -160,7 +161,7 @@ def test_after_a_clean_hand_over_only_the_tail_is_written(redis_client, monkeypa
     # The same views and index entries as folding it all from scratch gives.
     store.append(redis_client, "full", head + tail)
     fold_all(redis_client, "full")
-    mine, full = store.pod_views(redis_client, "c"), store.pod_views(redis_client, "full")
+    mine, full = queries.pod_views(redis_client, "c"), queries.pod_views(redis_client, "full")
     assert len(mine) == len(first.written) + tail_pods
     assert {uid: (v["verdict"], v["reason"], v["milestones"]) for uid, v in mine.items()} == {
         uid: (v["verdict"], v["reason"], v["milestones"]) for uid, v in full.items()
@@ -183,7 +184,7 @@ def test_after_a_crash_every_view_is_rewritten(redis_client, monkeypatch):
     counts = _written_counts(monkeypatch)
     Folder(redis_client, "c", FoldSettings(block_ms=1)).restore()
     assert sum(counts) == len(first.written)
-    assert uid in store.pod_views(redis_client, "c")
+    assert uid in queries.pod_views(redis_client, "c")
     # A snapshot taken with changes not yet flushed is never trusted either.
     first.dirty.add(uid)
     first.snapshot()
@@ -304,5 +305,5 @@ def test_a_pod_merged_into_another_loses_its_stored_view_at_once(redis_client, t
     assert hashes, "the kubelet's events named static pods by their config hash"
     timeline, _ = fold_file(trace)
     offline = {uid for uid in timeline.pods if not uid.startswith("name:")}
-    assert set(store.pod_views(redis_client, "c")) == offline
+    assert set(queries.pod_views(redis_client, "c")) == offline
     assert not hashes & set(folder.written)

@@ -8,7 +8,7 @@ import orjson
 
 from handoff.core.report import build_report
 from handoff.core.trace import TraceReader
-from handoff.live import store
+from handoff.live import queries, store
 from handoff.live.fold import Folder, FoldSettings
 from handoff.live.sources.playback import replay
 from handoff.offline.triage import fold_file
@@ -28,13 +28,13 @@ def test_it_stores_the_same_timelines_as_the_offline_fold(redis_client):
         cluster = trace.stem
         replay(redis_client, cluster, trace)
         fold_all(redis_client, cluster)
-        assert stable(store.pod_views(redis_client, cluster)) == _offline(trace), trace.name
+        assert stable(queries.pod_views(redis_client, cluster)) == _offline(trace), trace.name
 
 
 def test_it_indexes_pods_by_verdict_namespace_and_node(redis_client):
     replay(redis_client, "c", TRACES / "node-lost.jsonl")
     fold_all(redis_client, "c")
-    views = store.pod_views(redis_client, "c")
+    views = queries.pod_views(redis_client, "c")
     for uid, view in views.items():
         assert uid in store.pods_by(redis_client, "c", "verdict", view["verdict"])
         assert uid in store.pods_by(redis_client, "c", "ns", view["namespace"])
@@ -52,8 +52,8 @@ def test_it_changes_nothing_when_a_batch_is_delivered_twice(redis_client):
     pipe.execute()
     fold_all(redis_client, "once")
     fold_all(redis_client, "twice")
-    assert stable(store.pod_views(redis_client, "twice")) == stable(
-        store.pod_views(redis_client, "once")
+    assert stable(queries.pod_views(redis_client, "twice")) == stable(
+        queries.pod_views(redis_client, "once")
     )
 
 
@@ -69,7 +69,7 @@ def test_a_successor_restores_the_snapshot_and_folds_only_the_tail(redis_client)
     second.load()
     assert second.events == len(lines) - half
     fold_all(redis_client, "c")
-    assert stable(store.pod_views(redis_client, "c")) == _offline(trace)
+    assert stable(queries.pod_views(redis_client, "c")) == _offline(trace)
 
 
 def test_it_refuses_a_snapshot_that_is_not_data_and_folds_the_stream_instead(redis_client):

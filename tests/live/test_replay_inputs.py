@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from handoff.live import store
+from handoff.live import queries, store
 from handoff.live.sources.playback import replay
 
 from .helpers import fold_all, register
@@ -25,7 +25,7 @@ def test_a_kubectl_list_is_replayed_as_its_pods(redis_client) -> None:
     reader = replay(redis_client, "listed", PODS)
     assert reader.format == "snapshot"
     fold_all(redis_client, "listed")
-    views = store.pod_views(redis_client, "listed")
+    views = queries.pod_views(redis_client, "listed")
     expected = len(orjson.loads(PODS.read_bytes()))  # a bare array of pods
     assert len(views) == expected
 
@@ -51,7 +51,7 @@ def test_lines_the_reader_takes_the_slow_way_are_replayed_too(redis_client, tmp_
     fold_all(redis_client, "offsets")
     verdicts = {
         name: sorted(
-            (v["name"], v["verdict"]) for v in store.pod_views(redis_client, name).values()
+            (v["name"], v["verdict"]) for v in queries.pod_views(redis_client, name).values()
         )
         for name in ("plain", "offsets")
     }

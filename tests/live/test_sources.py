@@ -21,7 +21,7 @@ from django.core.management import call_command
 from kubernetes import client as k8s
 
 from handoff.core.report import build_report
-from handoff.live import store
+from handoff.live import queries, store
 from handoff.live.sources.base import WatchSettings
 from handoff.live.sources.kube import KubeSource, client_for
 from handoff.live.sources.sink import StreamSink
@@ -80,7 +80,7 @@ def test_a_simulator_cluster_runs_in_a_worker_into_the_same_verdicts(
         return bool(state.get("finished")) and bool(last) and folded == last[0][0].decode()
 
     wait_until(finished, 60, "the simulated run to end and be folded")
-    views = store.pod_views(redis_client, "insim")
+    views = queries.pod_views(redis_client, "insim")
     offline = tmp_path / "offline.jsonl"
     run(find_scenario("manual-scheduling", None), Options(seed=5), record=offline)
     timeline, _ = fold_file(offline)
@@ -165,7 +165,7 @@ def test_an_in_cluster_cluster_uses_the_service_account(
 
         def folded() -> bool:
             # (ghost3 may be gone before a slow worker's first list: PodGC at ~3 s wall.)
-            names = {v["name"] for v in store.pod_views(redis_client, "incl").values()}
+            names = {v["name"] for v in queries.pod_views(redis_client, "incl").values()}
             streams = [store.stream_state(redis_client, "incl", r) for r in RESOURCES]
             return "plain" in names and all(s.get("events") for s in streams)
 

@@ -11,8 +11,9 @@ import msgspec
 import orjson
 import pytest
 
+from handoff.core import viewcodec
 from handoff.core.views import pod_view
-from handoff.live import queries, store
+from handoff.live import paging, queries, store
 from handoff.offline.triage import fold_file
 from handoff.sim import Options, find_scenario, run
 
@@ -53,10 +54,10 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _round_trips(views: list[dict[str, Any]]) -> None:
     for view in views:
         before = orjson.dumps(view)  # what every reader showed when views were stored as JSON
-        stored = store.encode_view(view)
+        stored = viewcodec.encode_view(view)
         assert stored[:1] != b"{"
-        assert orjson.dumps(store.decode_view(stored)) == before, view["name"]
-        assert orjson.dumps(store.decode_view(before)) == before  # stored by an older version
+        assert orjson.dumps(viewcodec.decode_view(stored)) == before, view["name"]
+        assert orjson.dumps(viewcodec.decode_view(before)) == before  # stored by an older version
         # pod_view's output takes the compact form, not the fallback map
         assert isinstance(msgspec.msgpack.decode(stored), list), view["name"]
 
@@ -78,7 +79,7 @@ def test_simulator_views_round_trip_exactly(recording: Path) -> None:
 def test_the_compact_form_is_much_smaller_than_json() -> None:
     views = [v for trace in _scripted() for v in _views(trace) if "deleted_blind" in v]
     json_size = sum(len(orjson.dumps(v)) for v in views)
-    stored_size = sum(len(store.encode_view(v)) for v in views)
+    stored_size = sum(len(viewcodec.encode_view(v)) for v in views)
     assert stored_size < json_size / 2.5
 
 
@@ -93,23 +94,24 @@ def test_views_of_other_shapes_are_stored_whole() -> None:
         {"namespace": "a", "name": "b", "uid": "u", "verdict": "running", "node": None},
     ]
     for other in odd:
-        stored = store.encode_view(other)
-        assert orjson.dumps(store.decode_view(stored)) == orjson.dumps(other)
+        stored = viewcodec.encode_view(other)
+        assert orjson.dumps(viewcodec.decode_view(stored)) == orjson.dumps(other)
 
 
 def test_explanations_that_need_more_than_the_view_are_kept() -> None:
     view = next(v for v in _views(TRACES / "stuck-image-pull.jsonl") if v["verdict"] == "stuck")
     assert " s after binding" in view["explanation"]  # the time since binding: not in the view
-    packed = msgspec.msgpack.decode(store.encode_view(view))
+    packed = msgspec.msgpack.decode(viewcodec.encode_view(view))
     assert packed[10] == view["explanation"]
     running = next(v for v in _views(TRACES / "scheduled-running.jsonl"))
-    assert msgspec.msgpack.decode(store.encode_view(running))[10] is None  # rebuilt on read
+    assert msgspec.msgpack.decode(viewcodec.encode_view(running))[10] is None  # rebuilt on read
 
 
 def _write(client, cluster: str, views: list[dict[str, Any]]) -> dict[str, tuple]:
     previous: dict[str, tuple] = {}
     pipe = client.pipeline()
-    store.write_pods(pipe, cluster, {v["uid"]: (v, 0.0) for v in views}, previous)
+    stored = {v["uid"]: (v, viewcodec.encode_view(v)) for v in views}
+    store.write_pods(pipe, cluster, stored, previous)
     pipe.execute()
     return previous
 
@@ -124,9 +126,9 @@ def test_the_store_and_its_readers_give_back_what_was_written(redis_client, reco
     views = [v for t in [*_scripted(), *recording.glob("*.jsonl")] for v in _unique(_views(t))]
     _write(redis_client, "c", views)
     expected = {v["uid"]: orjson.dumps(v) for v in views}
-    stored = store.pod_views(redis_client, "c")
+    stored = queries.pod_views(redis_client, "c")
     assert {uid: orjson.dumps(v) for uid, v in stored.items()} == expected
-    read = queries._views(redis_client, "c", list(expected))
+    read = paging.views(redis_client, "c", list(expected))
     assert {uid: orjson.dumps(v) for uid, v in read.items()} == expected
 
 
@@ -142,7 +144,7 @@ def test_drop_reads_every_stored_form(redis_client) -> None:
     # One view as an older version stored it (JSON), one as a plain MessagePack map.
     redis_client.hset(key, views[0]["uid"], orjson.dumps(views[0]))
     redis_client.hset(key, views[1]["uid"], msgspec.msgpack.encode(views[1]))
-    assert {v["uid"]: v for v in views} == store.pod_views(redis_client, "c")
+    assert {v["uid"]: v for v in views} == queries.pod_views(redis_client, "c")
     pipe = redis_client.pipeline()
     store.drop_pods(pipe, "c", [v["uid"] for v in views], previous)
     pipe.execute()

@@ -8,7 +8,7 @@ import time
 
 from kubernetes import client as k8s
 
-from handoff.live import store
+from handoff.live import queries, store
 from handoff.live.sources.base import WatchSettings
 from handoff.live.sources.kube import KubeSource
 from handoff.live.sources.sink import StreamSink
@@ -75,7 +75,7 @@ def test_pods_deleted_while_blind_are_recorded_deleted_at_an_unknown_time(served
         thread.join()
 
     fold_all(redis_client, "sim")
-    views = {v["name"]: v for v in store.pod_views(redis_client, "sim").values()}
+    views = {v["name"]: v for v in queries.pod_views(redis_client, "sim").values()}
     ghost = views["ghost3"]
     assert ghost["milestones"]["deleted"] is not None
     assert ghost["deleted_blind"]["stream"] == "pods"

@@ -28,7 +28,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "handoff.settings")
 django.setup()
 
 from devtools.devstack import free_port  # noqa: E402
-from handoff.live import store  # noqa: E402
+from handoff.live import clusters, store  # noqa: E402
 from tests.conftest import BASE_DIR, spawn, start_redis, stop, wait_until  # noqa: E402
 from tests.webui.pods import make_views, template, write  # noqa: E402
 
@@ -38,7 +38,7 @@ CLUSTER = "bench"
 def fill(client: redis.Redis, pods: int) -> float:
     """Write ``pods`` pods in batches; returns the seconds it took."""
     base = template(client)
-    store.register_cluster(client, store.ClusterConfig(name=CLUSTER, kind="trace"))
+    clusters.register_cluster(client, clusters.ClusterConfig(name=CLUSTER, kind="trace"))
     previous: dict = {}
     started = time.perf_counter()
     batch = 5000

@@ -12,7 +12,8 @@ import redis
 
 from handoff.core import verdicts as v
 from handoff.core.trace import format_time
-from handoff.live import store
+from handoff.core.viewcodec import encode_view
+from handoff.live import queries, store
 from tests.live.helpers import fold_all
 
 TRACES = Path(__file__).parent.parent / "data" / "traces"
@@ -26,7 +27,7 @@ def template(client: redis.Redis) -> dict[str, Any]:
 
     replay(client, "template", TRACES / "stuck-kubelet-silent.jsonl")
     fold_all(client, "template")
-    view = next(iter(store.pod_views(client, "template").values()))
+    view = next(iter(queries.pod_views(client, "template").values()))
     store.forget_cluster(client, "template")
     return view
 
@@ -63,10 +64,15 @@ def write(
     items = list(views.items())
     for start in range(0, len(items), batch):
         pipe = client.pipeline(transaction=False)
-        chunk = {uid: (view, 0.0) for uid, view in items[start : start + batch]}
+        chunk = {uid: (view, encode_view(view)) for uid, view in items[start : start + batch]}
         store.write_pods(pipe, cluster, chunk, previous)
         pipe.execute()
     return previous
+
+
+def stored(views: Any) -> dict[str, tuple[dict[str, Any], bytes]]:
+    """Views as the fold hands them to ``store.write_pods``: with their stored form."""
+    return {x["uid"]: (x, encode_view(x)) for x in views}
 
 
 def triage_order(views: list[dict[str, Any]]) -> list[str]:
@@ -100,7 +106,7 @@ class FoldWriter:
             store.events_key(self.cluster), {store.STREAM_FIELD: b"{}"}, id=self.cursor
         )
         pipe = self.client.pipeline(transaction=False)
-        store.write_pods(pipe, self.cluster, {x["uid"]: (x, 0.0) for x in views}, self.previous)
+        store.write_pods(pipe, self.cluster, stored(views), self.previous)
         if removed:
             store.drop_pods(pipe, self.cluster, list(removed), self.previous)
         pipe.hset(store.fold_key(self.cluster), "cursor", self.cursor)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from handoff.live import queries, store
+from handoff.live import clusters, queries, store
 
 from .pods import make_views, template, triage_order, write
 
@@ -21,7 +21,7 @@ def signed_in(client, settings):
 
 @pytest.fixture
 def cluster(redis_client):
-    store.register_cluster(redis_client, store.ClusterConfig(name="prod", kind="kubeconfig"))
+    clusters.register_cluster(redis_client, clusters.ClusterConfig(name="prod", kind="kubeconfig"))
     views = make_views(template(redis_client), 300)
     write(redis_client, "prod", views)
     redis_client.hset(store.fold_key("prod"), mapping={"cursor": "1767225600000-3"})

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.contrib.auth.models import User
 
-from handoff.live import store
+from handoff.live import clusters
 
 from .pods import make_views, template, write
 
@@ -25,7 +25,7 @@ def signed_in(client, settings):
 
 @pytest.fixture
 def cluster(redis_client):
-    store.register_cluster(redis_client, store.ClusterConfig(name="prod", kind="simulator"))
+    clusters.register_cluster(redis_client, clusters.ClusterConfig(name="prod", kind="simulator"))
     views = make_views(template(redis_client), 150)
     first = next(x for x in views.values() if x["verdict"] == "stuck")
     first["name"] = HOSTILE

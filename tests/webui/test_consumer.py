@@ -15,7 +15,7 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser, User
 
-from handoff.live import store
+from handoff.live import clusters
 from webui.board.consumers import CLOSE_UNAUTHENTICATED
 from webui.routing import websocket_urlpatterns
 
@@ -27,7 +27,7 @@ CLUSTER = "resume"
 
 @pytest.fixture
 def fold(redis_client):
-    store.register_cluster(redis_client, store.ClusterConfig(name=CLUSTER, kind="trace"))
+    clusters.register_cluster(redis_client, clusters.ClusterConfig(name=CLUSTER, kind="trace"))
     fold = FoldWriter(redis_client, CLUSTER)
     fold.views = make_views(template(redis_client), 12)
     fold.flush(fold.views.values())
@@ -106,7 +106,7 @@ async def test_it_tells_a_client_to_reload_when_the_cursor_is_unusable(fold, cur
 
 
 async def test_it_tells_a_client_to_reload_rather_than_send_thousands(redis_client):
-    store.register_cluster(redis_client, store.ClusterConfig(name=CLUSTER, kind="trace"))
+    clusters.register_cluster(redis_client, clusters.ClusterConfig(name=CLUSTER, kind="trace"))
     fold = FoldWriter(redis_client, CLUSTER)
     held = fold.flush()
     await asyncio.to_thread(fold.flush, make_views(template(redis_client), 2500).values())

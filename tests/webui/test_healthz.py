@@ -10,7 +10,7 @@ import pytest
 
 from devtools.devstack import free_port
 from handoff import tasks
-from handoff.live import health, store
+from handoff.live import clusters, health, leases, store
 from tests.conftest import wait_until
 
 
@@ -183,7 +183,7 @@ def test_a_fold_far_behind_its_stream_makes_it_unhealthy(client, redis_client):
 
     register(redis_client, "slow")
     health.write_heartbeat(redis_client, now=time.time())
-    lease = store.Lease(redis_client, store.lease_key("slow", "fold"), "test", 30)
+    lease = leases.Lease(redis_client, store.lease_key("slow", "fold"), "test", 30)
     assert lease.acquire()
     old = int((time.time() - 120) * 1000)
     redis_client.xadd(store.events_key("slow"), {store.STREAM_FIELD: b"{}"}, id=f"{old}-0")
@@ -206,8 +206,8 @@ def test_a_held_watch_that_hears_nothing_makes_it_unhealthy(client, redis_client
     settings.HANDOFF_STREAM_SILENCE_LIMIT = 60
     register(redis_client, "quiet", "kubeconfig", kubeconfig="/nowhere")
     health.write_heartbeat(redis_client, now=time.time())
-    for stream in (*store.WATCH_RESOURCES, store.FOLD):
-        store.Lease(redis_client, store.lease_key("quiet", stream), "test", 30).acquire()
+    for stream in (*clusters.WATCH_RESOURCES, clusters.FOLD):
+        leases.Lease(redis_client, store.lease_key("quiet", stream), "test", 30).acquire()
         store.note_stream(redis_client, "quiet", stream, seen=time.time())
     assert _failing(client)[0] == 200
     store.note_stream(redis_client, "quiet", "nodes", seen=time.time() - 61)

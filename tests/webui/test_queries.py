@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from handoff.live import queries, store
-from handoff.live.queries import Cursor, PodFilter, QueryError
+from handoff.live import paging, queries, store
+from handoff.live.paging import Cursor, PodFilter, QueryError
 
 from .pods import make_views, template, triage_order, write
 
@@ -36,7 +36,7 @@ def stored(many):
 def _all_pages(client, flt: PodFilter, limit: int) -> list[str]:
     seen, cursor = [], None
     while True:
-        page = queries.pods_page(client, "big", flt, cursor, limit)
+        page = paging.pods_page(client, "big", flt, cursor, limit)
         seen += [pod["uid"] for pod in page.pods]
         assert len(page.pods) <= limit
         if page.next is None:
@@ -76,7 +76,7 @@ def test_it_filters_and_keeps_the_cursor_continuous(stored, flt):
     expected = _expected(views, flt)
     assert expected, "the filter should match some pods"
     assert _all_pages(client, flt, 97) == expected
-    first = queries.pods_page(client, "big", flt, None, 50)
+    first = paging.pods_page(client, "big", flt, None, 50)
     if first.total is not None:
         assert first.total == len(expected)
 
@@ -129,7 +129,7 @@ def test_it_drops_pods_from_every_index_and_logs_the_removal(redis_client):
 
 
 def _page(client, flt):
-    return queries.pods_page(client, "big", flt, None, 500).pods
+    return paging.pods_page(client, "big", flt, None, 500).pods
 
 
 def test_it_matches_free_text_as_text_not_as_a_pattern(redis_client):

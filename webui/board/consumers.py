@@ -17,7 +17,7 @@ from urllib.parse import parse_qs
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from handoff.live import queries, store
+from handoff.live import queries
 
 # The group name (and what makes a cluster name usable for it) is the ingestion's: it
 # publishes there (handoff/push.py).
@@ -82,7 +82,7 @@ class ClusterConsumer(AsyncJsonWebsocketConsumer):
 
     def _hello(self) -> dict:
         c = clusterdata.client()
-        head = clusterdata.clock(store.fold_state(c, self.cluster))
+        head = queries.head(c, self.cluster)
         return {
             "cursor": head["stream_cursor"],
             "evaluated_at": head["evaluated_at"],
@@ -92,7 +92,7 @@ class ClusterConsumer(AsyncJsonWebsocketConsumer):
     def _resume(self, cursor: str) -> list[dict]:
         c = clusterdata.client()
         # Read first: every change after it is either in the answer or pushed to us later.
-        head = clusterdata.clock(store.fold_state(c, self.cluster))
+        head = queries.head(c, self.cluster)
         found = queries.changed_since(c, self.cluster, cursor)
         if found.reload is not None:
             data = {"from": cursor, "cursor": head["stream_cursor"], "reason": found.reload}

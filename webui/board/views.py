@@ -13,8 +13,8 @@ from django.shortcuts import render
 
 from handoff.core import verdicts as v
 from handoff.live import queries
+from handoff.live.paging import QueryError
 from handoff.live.push import board_row
-from handoff.live.queries import QueryError
 from webui import api, clusterdata
 
 

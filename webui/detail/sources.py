@@ -10,55 +10,28 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
-import orjson
 import redis
 from django.conf import settings
 
+from handoff import conf
 from handoff.core import verdicts as v
 from handoff.core.report import outline
 from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
 from handoff.core.views import pod_view, sort_key
-from handoff.live import store
+from handoff.live import queries
+from handoff.live.queries import pick, with_others
 from handoff.offline.replay import ReplayState
 from webui.detail.rows import PodRow, row_from_pod, row_from_view
 
 DIGEST_TTL = 5.0  # seconds a live cluster's fleet/nodes aggregates are reused
 
 
-@cache
-def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=2)
-
-
 def client() -> redis.Redis:
-    return _client(settings.REDIS_URL)
-
-
-def pick(candidates: list[dict[str, Any]], uid: str | None) -> dict[str, Any] | None:
-    """The pod a page means: the given uid, else the newest of the pods with that name."""
-    if uid:
-        return next((c for c in candidates if c.get("uid") == uid), None)
-    if not candidates:
-        return None
-    return max(candidates, key=lambda c: (c["milestones"].get("created") or "", c.get("uid") or ""))
-
-
-def with_others(view: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str, Any]:
-    """The pod view plus the other pods that had the same namespace/name (name reuse)."""
-    others = [
-        {"uid": c.get("uid"), "created": c["milestones"].get("created"), "verdict": c["verdict"]}
-        for c in candidates
-        if c is not view
-    ]
-    return {**view, "same_name": sorted(others, key=lambda o: o["created"] or "")}
-
-
-def _glob_escape(text: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+    """This process's client for the detail pages (10 s per command: the digests)."""
+    return conf.redis_client(timeout=10, shared=True)
 
 
 class LiveSource:
@@ -69,63 +42,17 @@ class LiveSource:
         self.client = redis_client or client()
 
     def exists(self) -> bool:
-        return (
-            store.cluster(self.client, self.cluster) is not None
-            or self.client.exists(store.fold_key(self.cluster)) > 0
-        )
+        return queries.exists(self.client, self.cluster)
 
     def fold(self) -> dict[str, Any]:
-        evaluated_at, nodes_json = self.client.hmget(
-            store.fold_key(self.cluster), "evaluated_at", "nodes_json"
-        )
-        return {
-            "evaluated_at": evaluated_at.decode() if evaluated_at else None,
-            "nodes": orjson.loads(nodes_json) if nodes_json else {},
-        }
+        return queries.fold_nodes(self.client, self.cluster)
 
     def pod(self, namespace: str, name: str, uid: str | None) -> dict[str, Any] | None:
-        if uid:
-            raw = self.client.hget(store.pods_key(self.cluster), uid)
-            view = store.decode_view(raw) if raw else None
-            if view is None or (view["namespace"], view["name"]) != (namespace, name):
-                return None
-        # The change index's members start with namespace/name: Redis finds a name's
-        # pods itself (ZSCAN MATCH), without reading a whole namespace's views.
-        pattern = _glob_escape(store.name_member(namespace, name, "")) + "*"
-        uids = [
-            store.member_uid(member)
-            for member, _ in self.client.zscan_iter(
-                store.changed_key(self.cluster), match=pattern, count=20000
-            )
-        ]
-        candidates = []
-        if uids:
-            for raw in self.client.hmget(store.pods_key(self.cluster), uids):
-                if raw is not None:
-                    view = store.decode_view(raw)
-                    if (view["namespace"], view["name"]) == (namespace, name):
-                        candidates.append(view)
-        chosen = pick(candidates, uid)
-        if chosen is None:
-            return None
-        return {**with_others(chosen, candidates), "watch_gaps": self.watch_gaps(chosen)}
-
-    def watch_gaps(self, view: dict[str, Any]) -> list[dict[str, str]]:
-        """The cluster's blind intervals (a watch relisted after a gap) that overlap the
-        pod's life: what happened to it then was not seen as it happened."""
-        milestones = view.get("milestones") or {}
-        born = milestones.get("created") or milestones.get("bound") or ""
-        gone = milestones.get("deleted") or "9999"
-        gaps = []
-        for raw in self.client.lrange(store.blind_key(self.cluster), 0, -1):
-            gap = orjson.loads(raw)
-            if isinstance(gap, dict) and gap.get("to", "") >= born and gap.get("from", "") <= gone:
-                gaps.append(gap)
-        return sorted(gaps, key=lambda g: g.get("from", ""))
+        return queries.pod(self.client, self.cluster, namespace, name, uid)
 
     def rows(self) -> Iterator[PodRow]:
-        for _, raw in self.client.hscan_iter(store.pods_key(self.cluster), count=2000):
-            yield row_from_view(store.decode_view(raw))
+        for view in queries.all_views(self.client, self.cluster):
+            yield row_from_view(view)
 
     def digest(self, kind: str, make: Callable[[LiveSource], dict[str, Any]]) -> dict[str, Any]:
         """An aggregate over every pod, reused for DIGEST_TTL seconds: one pass over

@@ -28,11 +28,11 @@ from django.http import (
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from handoff import conf
 from handoff.interop.exporters import chart, tables
-from handoff.live import metrics, queries, store
-from handoff.live.queries import Cursor, PodFilter, QueryError
+from handoff.live import metrics, paging, queries
+from handoff.live.paging import Cursor, PodFilter, QueryError
 from webui import api, clusterdata
-from webui.detail.sources import LiveSource
 
 PAGE = 500
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
@@ -58,7 +58,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     elif not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
     try:
-        body = metrics.metrics_text(clusterdata.client(), time.time())
+        body = metrics.metrics_text(clusterdata.client(), conf.stream_limits(), time.time())
     except redis.RedisError as exc:
         return HttpResponse(
             f"# store unavailable ({type(exc).__name__})\n", status=503, content_type="text/plain"
@@ -74,7 +74,7 @@ def _matching(client: redis.Redis, cluster: str, flt: PodFilter) -> Iterator[dic
     """Every pod the board would list for these filters, in its order, page by page."""
     after: Cursor | None = None
     while True:
-        page = queries.pods_page(client, cluster, flt, after, PAGE)
+        page = paging.pods_page(client, cluster, flt, after, PAGE)
         yield from page.pods
         if page.next is None:
             return
@@ -83,7 +83,7 @@ def _matching(client: redis.Redis, cluster: str, flt: PodFilter) -> Iterator[dic
 
 def _table_source(request: HttpRequest, cluster: str) -> tuple[redis.Redis, PodFilter]:
     client = clusterdata.client()
-    if store.cluster(client, cluster) is None:
+    if queries.config(client, cluster) is None:
         raise Http404(f"no cluster named {cluster[:100]!r}")
     return client, api.pod_filter(request.GET)
 
@@ -110,7 +110,7 @@ def pods_json(request: HttpRequest, cluster: str) -> HttpResponse:
         return HttpResponseBadRequest(str(exc))
     head = {
         "cluster": cluster,
-        **clusterdata.clock(store.fold_state(client, cluster)),
+        **queries.head(client, cluster),
         "filters": {
             "verdict": list(flt.verdicts),
             "namespace": flt.namespace,
@@ -134,10 +134,10 @@ CHART_POLICY = (
 @never_cache
 @require_safe
 def pod_chart(request: HttpRequest, cluster: str, namespace: str, name: str) -> HttpResponse:
-    source = LiveSource(cluster, clusterdata.client())
-    if not source.exists():
+    client = clusterdata.client()
+    if not queries.exists(client, cluster):
         raise Http404(f"no cluster named {cluster[:100]!r}")
-    view = source.pod(namespace, name, request.GET.get("uid") or None)
+    view = queries.pod(client, cluster, namespace, name, request.GET.get("uid") or None)
     if view is None:
         raise Http404(f"no pod {namespace[:100]}/{name[:100]} in {cluster[:100]!r}")
     response = HttpResponse(chart.standalone_html(view, cluster), content_type="text/html")

@@ -1,9 +1,13 @@
-"""What every watch source shares: the tuning knobs and the errors the loops act on."""
+"""What every watch source shares: the tuning knobs, the errors the loops act on, and the
+two things a watch is handed (as kopf's clients are): a ``Sink`` that stores what it saw
+and its progress, and a ``Held`` lease it keeps renewed. The watch loop knows no storage.
+"""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,3 +70,61 @@ class WatchSource(Protocol):
     def interrupt(self) -> None:
         """Unblock a watch in progress (from another thread): the lease was lost."""
         ...
+
+
+class Sink(Protocol):
+    """Where one stream (``stream``, a resource) of one cluster goes, with its progress:
+    ``handoff.live.sources.sink.StreamSink`` writes the cluster's Redis Stream."""
+
+    cluster: str
+    stream: str
+    clock: Callable[[], float]
+    Unavailable: type[Exception]  # the storage cannot be reached: the step failed
+
+    def write(
+        self,
+        events: Iterable[tuple[str, dict[str, Any]]],
+        resource_version: str | None = None,
+        observed: float | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> int:
+        """Store watch events (type, object); checkpoint the version with them."""
+        ...
+
+    def checkpoint(self, resource_version: str) -> None: ...
+
+    def heard(self) -> None: ...
+
+    def error(self, message: str, failures: int = 1) -> None: ...
+
+    def recovered(self) -> None: ...
+
+    def state(self) -> dict[str, str]:
+        """The stream's progress: rv, last_event, failures, ..."""
+        ...
+
+    def note(self, **values: Any) -> None:
+        """Record progress values (relisted, listed, ...)."""
+        ...
+
+    def known(self) -> dict[str, list[str]]:
+        """uid -> [namespace, name, resourceVersion] of the objects the watch last saw."""
+        ...
+
+    def forget_known(self) -> None: ...
+
+    def forget_version(self) -> None:
+        """Drop the checkpointed version: the next step relists."""
+        ...
+
+    def blind(self, since: float, now: float) -> dict[str, str]:
+        """Record that the stream was not watched from ``since`` to ``now``; the interval."""
+        ...
+
+
+class Held(Protocol):
+    """A lease the loop keeps renewed while it runs (``handoff.live.leases.Lease``)."""
+
+    def keep(
+        self, stop: threading.Event, on_lost: Callable[[], object] = ...
+    ) -> threading.Thread: ...

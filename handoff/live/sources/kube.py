@@ -20,8 +20,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
+from handoff.live.clusters import ClusterConfig
 from handoff.live.sources.base import Gone, SourceError, WatchSettings
-from handoff.live.store import ClusterConfig
 
 EVENTS_GROUP = "events.k8s.io/v1"
 PATHS = {

@@ -13,9 +13,9 @@ import threading
 import time
 from typing import Any
 
-from handoff.live import store
+from handoff.live import clusters, store
 from handoff.live.sources.sink import StreamSink
-from handoff.live.sources.watching import RECONCILED, blind_interval, bury_vanished
+from handoff.live.sources.watching import RECONCILED, bury_vanished
 from handoff.sim import Options, find_scenario
 from handoff.sim.runner import run
 
@@ -31,19 +31,19 @@ class _Vanished:
 
 def run_simulation(
     sink: StreamSink,
-    config: store.ClusterConfig,
+    config: clusters.ClusterConfig,
     stop: threading.Event,
     speed: float = 1.0,
 ) -> None:
     """Run the cluster's scenario from now until it ends or ``stop`` is set."""
     now = sink.clock()
-    last = store.stream_state(sink.client, sink.cluster, "simulator").get("last_event")
+    last = sink.state().get("last_event")
     for resource in RECONCILED:
         resource_sink = StreamSink(sink.client, sink.cluster, resource, maxlen=sink.maxlen)
         if last and sink.client.exists(store.known_key(sink.cluster, resource)):
-            blind = blind_interval(resource_sink, resource, min(float(last), now), now)
+            blind = resource_sink.blind(min(float(last), now), now)
             bury_vanished(_Vanished(), resource_sink, resource, [], blind, now)
-        sink.client.delete(store.known_key(sink.cluster, resource))
+        resource_sink.forget_known()
     scenario = find_scenario(config.scenario, None)
     runs = int(sink.client.hincrby(store.stream_key(sink.cluster, "simulator"), "runs", 1))
     options = Options(

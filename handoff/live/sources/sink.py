@@ -23,6 +23,10 @@ Clock = Any  # a callable returning epoch seconds (time.time, or a test's fake)
 
 
 class StreamSink:
+    """The ``base.Sink`` of one (cluster, stream): the cluster's Redis Stream and keys."""
+
+    Unavailable = redis.RedisError
+
     def __init__(
         self,
         client: redis.Redis,
@@ -105,3 +109,31 @@ class StreamSink:
     def recovered(self) -> None:
         """A call succeeded after failures: the run of errors is over."""
         store.note_stream(self.client, self.cluster, self.stream, failures=0)
+
+    # ----------------------------------------------- the watch's own records
+
+    def state(self) -> dict[str, str]:
+        return store.stream_state(self.client, self.cluster, self.stream)
+
+    def note(self, **values: Any) -> None:
+        store.note_stream(self.client, self.cluster, self.stream, **values)
+
+    def known(self) -> dict[str, list[str]]:
+        return store.known(self.client, self.cluster, self.stream)
+
+    def forget_known(self) -> None:
+        self.client.delete(store.known_key(self.cluster, self.stream))
+
+    def forget_version(self) -> None:
+        self.client.hdel(store.stream_key(self.cluster, self.stream), "rv")
+
+    def blind(self, since: float, now: float) -> dict[str, str]:
+        """Note that the stream was not watched from ``since`` to ``now``: the pages show
+        the interval (``handoff:{c}:blind``, newest first, the last 100), and whatever
+        vanished in it carries it."""
+        blind = {"stream": self.stream, "from": format_time(since), "to": format_time(now)}
+        pipe = self.client.pipeline(transaction=False)
+        pipe.lpush(store.blind_key(self.cluster), orjson.dumps(blind))
+        pipe.ltrim(store.blind_key(self.cluster), 0, 99)
+        pipe.execute()
+        return blind

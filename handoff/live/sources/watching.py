@@ -6,7 +6,8 @@
   jitter on errors and honouring Retry-After;
 - the Celery task (``handoff.tasks.watch``) holding the lease and enqueuing its successor.
 
-Every step reads and writes its progress in Redis, so any worker can take over.
+Every step reads and writes its progress through the sink it is handed (in Redis, so any
+worker can take over); nothing here knows the store's keys.
 """
 
 from __future__ import annotations
@@ -18,13 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-import redis
-
-from handoff.core.trace import format_time
-from handoff.live import store
-from handoff.live.sources.base import Gone, SourceError, WatchSettings, WatchSource
-from handoff.live.sources.sink import StreamSink
+from handoff.live.sources.base import Gone, Held, Sink, SourceError, WatchSettings, WatchSource
 
 log = logging.getLogger(__name__)
 # Reconciled after a gap: pods and nodes, and events too (an Event gone while blind expired
@@ -32,40 +27,28 @@ log = logging.getLogger(__name__)
 RECONCILED = frozenset({"pods", "nodes", "events"})
 
 
-def relist(source: WatchSource, sink: StreamSink, resource: str) -> str:
+def relist(source: WatchSource, sink: Sink, resource: str) -> str:
     """List everything and emit it as ADDED. After a gap (a 410, a lost run), record the
     blind interval and the objects that vanished in it as deleted at an unknown time (a
     DELETED line flagged ``blind``)."""
-    client, cluster = sink.client, sink.cluster
-    state = store.stream_state(client, cluster, resource)
+    state = sink.state()
     items, version = source.list(resource)
     now = sink.clock()
     if state.get("last_event") and resource in RECONCILED:
-        blind = blind_interval(sink, resource, float(state["last_event"]), now)
+        blind = sink.blind(float(state["last_event"]), now)
         bury_vanished(source, sink, resource, items, blind, now)
     # The listed objects replace the watch's record of what exists.
-    client.delete(store.known_key(cluster, resource))
+    sink.forget_known()
     for start in range(0, len(items), 1000):
         sink.write((("ADDED", obj) for obj in items[start : start + 1000]), observed=now)
     sink.write((), resource_version=version, observed=now)
-    store.note_stream(client, cluster, resource, relisted=now, listed=len(items))
+    sink.note(relisted=now, listed=len(items))
     return version
-
-
-def blind_interval(sink: StreamSink, resource: str, since: float, now: float) -> dict[str, str]:
-    """Note that ``resource`` was not watched from ``since`` to ``now``: the pages show
-    the interval (``handoff:{c}:blind``), and whatever vanished in it carries it."""
-    blind = {"stream": resource, "from": format_time(since), "to": format_time(now)}
-    pipe = sink.client.pipeline(transaction=False)
-    pipe.lpush(store.blind_key(sink.cluster), orjson.dumps(blind))
-    pipe.ltrim(store.blind_key(sink.cluster), 0, 99)
-    pipe.execute()
-    return blind
 
 
 def bury_vanished(
     source: WatchSource,
-    sink: StreamSink,
+    sink: Sink,
     resource: str,
     items: list[dict[str, Any]],
     blind: dict[str, str],
@@ -73,8 +56,7 @@ def bury_vanished(
 ) -> int:
     """A DELETED line, flagged with the blind interval, for each object the watch last
     saw exist that the relist no longer has. Returns how many."""
-    client, cluster = sink.client, sink.cluster
-    before = store.known(client, cluster, resource)
+    before = sink.known()
     listed = {(item.get("metadata") or {}).get("uid") for item in items}
     vanished = {uid: facts for uid, facts in before.items() if uid not in listed}
     if not vanished:
@@ -94,20 +76,19 @@ def bury_vanished(
     ]
     for start in range(0, len(tombstones), 1000):
         sink.write(tombstones[start : start + 1000], observed=now, extra={"blind": blind})
-    log.info("%s/%s: %d objects vanished while blind", cluster, resource, len(tombstones))
+    log.info("%s/%s: %d objects vanished while blind", sink.cluster, resource, len(tombstones))
     return len(tombstones)
 
 
 def watch_step(
     source: WatchSource,
-    sink: StreamSink,
+    sink: Sink,
     resource: str,
     settings: WatchSettings,
     keep_going: Callable[[], bool],
 ) -> str:
     """One list or one watch request. Returns "listed", "watched" or "gone"."""
-    state = store.stream_state(sink.client, sink.cluster, resource)
-    version = state.get("rv")
+    version = sink.state().get("rv")
     if not version:
         relist(source, sink, resource)
         return "listed"
@@ -128,7 +109,7 @@ def watch_step(
     except Gone as exc:
         sink.write([("ERROR", _status_410(str(exc)))])
         # Forget the version: the next step relists and reconciles.
-        sink.client.hdel(store.stream_key(sink.cluster, resource), "rv")
+        sink.forget_version()
         return "gone"
     return "watched"
 
@@ -144,43 +125,16 @@ def _status_410(message: str) -> dict[str, Any]:
     }
 
 
-def keep_lease(
-    lease: store.Lease,
-    cluster: str,
-    stream: str,
-    stop: threading.Event,
-    on_lost: Callable[[], object] = lambda: None,
-) -> threading.Thread:
-    """Renew the lease every ttl/3 from a thread until ``stop``, noting each renewal (so
-    /healthz can tell how long a stream has had no holder); on loss set ``stop``."""
-
-    def renew() -> None:
-        while not stop.wait(lease.ttl_ms / 3000):
-            try:
-                held = lease.renew()
-                if held:
-                    store.note_stream(lease.client, cluster, stream, renewed=time.time())
-            except redis.RedisError:
-                continue  # keep trying until the lease would lapse anyway
-            if not held:
-                stop.set()
-                on_lost()
-
-    thread = threading.Thread(target=renew, daemon=True, name=f"lease {cluster}/{stream}")
-    thread.start()
-    return thread
-
-
 class WatchLoop:
     """Steps one stream until its window closes, its lease is lost or the worker stops."""
 
     def __init__(
         self,
         source: WatchSource,
-        sink: StreamSink,
+        sink: Sink,
         resource: str,
         settings: WatchSettings,
-        lease: store.Lease,
+        lease: Held,
         sleep: Callable[[float], Any] = time.sleep,
     ) -> None:
         self.source = source
@@ -191,9 +145,7 @@ class WatchLoop:
         self.sleep = sleep
         self.halt = threading.Event()  # set when the loop must end: lease lost or stop
         self.stopping = False
-        self.failures = int(
-            store.stream_state(sink.client, sink.cluster, resource).get("failures") or 0
-        )
+        self.failures = int(sink.state().get("failures") or 0)
 
     def run(self, deadline: float) -> str:
         """Returns why it stopped: "window" (hand over to a successor), "lost" (someone
@@ -204,7 +156,7 @@ class WatchLoop:
             lost.set()
             self._lost()
 
-        renewer = keep_lease(self.lease, self.sink.cluster, self.resource, self.halt, on_lost)
+        renewer = self.lease.keep(self.halt, on_lost)
         try:
             while not self.halt.is_set() and time.monotonic() < deadline:
                 self.step(lambda: not self.halt.is_set() and time.monotonic() < deadline)
@@ -227,7 +179,7 @@ class WatchLoop:
             if self.halt.is_set():
                 return  # the connection was closed on purpose (lease lost, stopping)
             self._failed(str(exc), exc.retry_after)
-        except redis.RedisError as exc:
+        except self.sink.Unavailable as exc:
             self._failed(f"redis: {type(exc).__name__}", None)
         else:
             if self.failures:
@@ -238,7 +190,7 @@ class WatchLoop:
         # A silent connection that timed out is routine: re-watch at once, the first time.
         routine = message.startswith("watch interrupted") and self.failures == 0
         self.failures += 1
-        with contextlib.suppress(redis.RedisError):
+        with contextlib.suppress(self.sink.Unavailable):
             self.sink.error(message, self.failures)
         if not routine:
             delay = self.settings.backoff(self.failures - 1, retry_after)

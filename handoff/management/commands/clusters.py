@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import redis
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from handoff import conf
 from handoff.live import store
 from handoff.models import Cluster, sync_registry
 
@@ -98,7 +97,7 @@ class Command(BaseCommand):
             raise CommandError(f"no cluster named {options['name']!r}")
         cluster.delete()  # unregisters it: its streams stop at their next hand-over
         if not options["keep_data"]:
-            with redis.Redis.from_url(settings.REDIS_URL) as client:
+            with conf.redis_client() as client:
                 store.forget_cluster(client, options["name"])
         self.stdout.write(f"removed {options['name']}")
 

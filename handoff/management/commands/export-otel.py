@@ -92,16 +92,17 @@ class Command(BaseCommand):
 
 def _stored_views(cluster: str) -> Iterator[dict[str, Any]]:
     import redis
-    from django.conf import settings
 
-    from handoff.live import store
+    from handoff import conf
+    from handoff.core import viewcodec
+    from handoff.live import clusters, store
 
-    client = redis.Redis.from_url(settings.REDIS_URL)
+    client = conf.redis_client()
     try:
-        if store.cluster(client, cluster) is None and not client.exists(store.pods_key(cluster)):
+        if clusters.cluster(client, cluster) is None and not client.exists(store.pods_key(cluster)):
             raise CommandError(f"no cluster named {cluster!r} (python manage.py clusters list)")
         for _, raw in client.hscan_iter(store.pods_key(cluster), count=2000):
-            yield store.decode_view(raw)
+            yield viewcodec.decode_view(raw)
     except redis.RedisError as exc:
         raise CommandError(f"cannot read the stored pods from Redis: {exc}") from exc
     finally:

@@ -6,11 +6,11 @@ import time
 from typing import Any
 
 import redis
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from handoff import conf
 from handoff.core.trace import TraceWriter
-from handoff.live import store
+from handoff.live import clusters, store
 
 
 class Command(BaseCommand):
@@ -29,8 +29,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         name = options["cluster"]
-        with redis.Redis.from_url(settings.REDIS_URL) as client:
-            if store.cluster(client, name) is None and not client.exists(store.events_key(name)):
+        with conf.redis_client() as client:
+            if clusters.cluster(client, name) is None and not client.exists(store.events_key(name)):
                 raise CommandError(f"no cluster named {name!r}")
             cursor = "$" if options["since_now"] else "0-0"
             if cursor == "$":

@@ -5,11 +5,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import redis
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff.live import store
+from handoff import conf
+from handoff.live import clusters, leases
 from handoff.live.sources.playback import replay
 from handoff.management.cliargs import is_tty
 from handoff.management.cliargs import speed as parse_speed
@@ -31,16 +30,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         speed = parse_speed(options["speed"])
         name = options["cluster"]
-        with redis.Redis.from_url(settings.REDIS_URL) as client:
-            if store.cluster(client, name) is None:
+        with conf.redis_client() as client:
+            if clusters.cluster(client, name) is None:
                 raise CommandError(
                     f"no cluster named {name!r}: add it first "
                     f"(python manage.py clusters add {name} --trace {options['file']})"
                 )
-            if not options["no_fold"] and store.holder(client, name, store.FOLD) is None:
+            if not options["no_fold"] and leases.holder(client, name, clusters.FOLD) is None:
                 from handoff.tasks import start_stream
 
-                start_stream(name, store.FOLD)
+                start_stream(name, clusters.FOLD)
             bar = _Bar(self.stdout) if is_tty(self.stdout) else None
             try:
                 reader = replay(

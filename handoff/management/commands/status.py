@@ -7,11 +7,10 @@ import time
 from typing import Any
 
 import orjson
-import redis
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff.live import health, store
+from handoff import conf
+from handoff.live import health, leases
 
 COLUMNS = ("CLUSTER", "STREAM", "STATE", "HOLDER", "LAG", "EVENTS", "EVENTS/S", "LAST ERROR")
 
@@ -23,11 +22,11 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=("table", "json"), default="table")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        with redis.Redis.from_url(settings.REDIS_URL) as client:
+        with conf.redis_client() as client:
             now = time.time()
-            report = health.check_streams(client, now)
+            report = health.check_streams(client, now, conf.stream_limits())
             holders = {
-                (name, stream): store.holder(client, name, stream) or "-"
+                (name, stream): leases.holder(client, name, stream) or "-"
                 for name, streams in report.items()
                 for stream in streams
             }

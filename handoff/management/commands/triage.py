@@ -90,14 +90,14 @@ def _live_report(cluster: str, at: float | None, options: dict[str, Any]) -> dic
     """The same report from a live cluster: the fold's state rebuilt from Redis, judged at
     the time the fold last evaluated it (its cluster clock) unless --at says otherwise."""
     import redis
-    from django.conf import settings
 
-    from handoff.live import store
+    from handoff import conf
+    from handoff.live import clusters, store
     from handoff.live.fold import Folder
 
     try:
-        with redis.Redis.from_url(settings.REDIS_URL) as client:
-            known = store.cluster(client, cluster) is not None
+        with conf.redis_client() as client:
+            known = clusters.cluster(client, cluster) is not None
             if not known and not client.exists(store.events_key(cluster)):
                 raise CommandError(f"no cluster named {cluster!r} (python manage.py clusters list)")
             folder = Folder(client, cluster)

@@ -26,6 +26,7 @@ import redis
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "handoff.settings")
 django.setup()
 
+from handoff.core import viewcodec  # noqa: E402
 from handoff.live import store  # noqa: E402
 from handoff.offline.replay import ReplayState  # noqa: E402
 from tests.conftest import start_redis, stop  # noqa: E402
@@ -46,7 +47,7 @@ def median_ms(step: Callable[[], object], rounds: int = 5) -> float:
 
 def copy_views(client: redis.Redis, cluster: str, total: int) -> None:
     """Fill the store up to ``total`` pods by copying folded views under new uids."""
-    views = [store.decode_view(raw) for raw in client.hvals(store.pods_key(cluster))]
+    views = [viewcodec.decode_view(raw) for raw in client.hvals(store.pods_key(cluster))]
     previous: dict = {}
     batch: dict = {}
     for i in range(total - len(views)):
@@ -54,7 +55,7 @@ def copy_views(client: redis.Redis, cluster: str, total: int) -> None:
         view["uid"] = f"copy-{i:07d}"
         view["name"] = f"copy-{i:07d}"
         view["node"] = f"node-{i % 500:03d}"
-        batch[view["uid"]] = (view, float(i))
+        batch[view["uid"]] = (view, viewcodec.encode_view(view))
         if len(batch) == 5000:
             pipe = client.pipeline(transaction=False)
             store.write_pods(pipe, cluster, batch, previous)

@@ -9,6 +9,7 @@ import pytest
 import redis
 from django.contrib.auth.models import User
 
+from handoff.core import viewcodec
 from handoff.live import store
 from tests.webui.detail.tracedata import HOSTILE, TRACES, fold_into_redis, hostile_trace
 
@@ -184,7 +185,7 @@ def test_it_picks_the_newest_of_a_reused_name_and_any_by_uid(signed_in, redis_cl
     fold_into_redis(redis_client, "c-reused", TRACES / "recreated-same-name.jsonl")
     uids = [
         view["uid"]
-        for view in map(store.decode_view, redis_client.hvals(store.pods_key("c-reused")))
+        for view in map(viewcodec.decode_view, redis_client.hvals(store.pods_key("c-reused")))
     ]
     assert len(uids) == 2
     body = signed_in.get("/api/clusters/c-reused/pods/data/db-0").json()

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import redis
 
-from handoff.live import store
+from handoff.live import clusters, store
 from handoff.live.fold import Folder, FoldSettings
 
 TRACES = Path(__file__).resolve().parents[2] / "data" / "traces"
@@ -52,7 +52,7 @@ def hostile_trace(target: Path) -> Path:
 def fold_into_redis(client: redis.Redis, cluster: str, path: Path) -> Folder:
     """Register a trace cluster, put the trace's lines on its stream, run the fold worker's
     restore/step/flush in-process: the store then holds what a live fold would write."""
-    store.register_cluster(client, store.ClusterConfig(name=cluster, kind="trace"))
+    clusters.register_cluster(client, clusters.ClusterConfig(name=cluster, kind="trace"))
     lines = [line for line in path.read_bytes().splitlines() if b'"handoff_trace"' not in line]
     store.append(client, cluster, lines)
     folder = Folder(client, cluster, FoldSettings(block_ms=1))

@@ -1,0 +1,291 @@
+"""Pages of pods: filtered, in triage order, from a keyset cursor (``/api/.../pods``, the
+board, the exports).
+
+The indexes (``handoff/live/store.py``) are zsets scored by ``store.rank_score``, so one verdict
+is one score range and ascending score is the triage order. A page walks the most selective
+index that applies (the verdict indexes, or the namespace, node or binding index) in that
+order from a keyset cursor, checks the other filters with ZMSCORE, and reads only the views
+it returns. Nothing here loads or scans every pod of a cluster, except free-text search,
+which lets Redis match names server-side (ZSCAN MATCH) and orders only the matches.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import redis
+
+from handoff.core import verdicts as v
+from handoff.core.viewcodec import decode_view
+from handoff.live import store
+
+MAX_LIMIT = 500
+MAX_Q = 200
+CHUNK = 1000  # index entries read per round trip while walking
+
+
+class QueryError(ValueError):
+    """A filter or cursor the API must refuse (HTTP 400), with a message that says why."""
+
+
+@dataclass(frozen=True)
+class PodFilter:
+    verdicts: tuple[str, ...] = ()  # empty: every verdict
+    namespace: str = ""
+    node: str | None = None  # "" is "not bound to a node"
+    binding: str = ""
+    q: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.verdicts if name not in v.VERDICTS]
+        if unknown:
+            raise QueryError(f"unknown verdict {unknown[0]!r}")
+        if self.binding and self.binding not in v.BINDINGS:
+            raise QueryError(f"binding must be one of {', '.join(v.BINDINGS)}")
+        if len(self.q) > MAX_Q:
+            raise QueryError(f"q is longer than {MAX_Q} characters")
+
+    def ordered_verdicts(self) -> tuple[str, ...]:
+        wanted = set(self.verdicts)
+        return tuple(n for n in store.RANKED if not wanted or n in wanted)
+
+    def matches(self, view: dict[str, Any]) -> bool:
+        """The same test the queries make, for a view pushed live (the board uses it too)."""
+        if self.verdicts and view["verdict"] not in self.verdicts:
+            return False
+        if self.namespace and view["namespace"] != self.namespace:
+            return False
+        if self.node is not None and (view["node"] or "") != self.node:
+            return False
+        if self.binding and view.get("binding") != self.binding:
+            return False
+        text = self.q.casefold()
+        return not text or text in f"{view['namespace']}/{view['name']}".casefold()
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Keyset position: the (score, uid) of the last pod of the previous page."""
+
+    score: float
+    uid: str
+
+    def encode(self) -> str:
+        return base64.urlsafe_b64encode(orjson.dumps([self.score, self.uid])).decode()
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        try:
+            score, uid = orjson.loads(base64.urlsafe_b64decode(text.encode() + b"=="))
+            if not isinstance(uid, str) or isinstance(score, bool):
+                raise TypeError
+            return cls(float(score), uid)
+        except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError) as exc:
+            raise QueryError("cursor is not one this API returned") from exc
+
+
+@dataclass
+class Page:
+    pods: list[dict[str, Any]]
+    next: Cursor | None
+    total: int | None  # exact count of matches when one index answers it, else None
+
+
+def pods_page(
+    client: redis.Redis,
+    cluster: str,
+    flt: PodFilter,
+    after: Cursor | None = None,
+    limit: int = 100,
+) -> Page:
+    """One page of pods matching ``flt`` in triage order, after ``after``."""
+    limit = max(1, min(limit, MAX_LIMIT))
+    if flt.q:
+        picked, more = _search(client, cluster, flt, after, limit)
+    else:
+        picked, more = _walk(client, cluster, flt, after, limit)
+    found = views(client, cluster, [uid for _, uid in picked])
+    pods = [found[uid] for _, uid in picked if uid in found]
+    last = picked[-1] if picked and more else None
+    return Page(pods, Cursor(*last) if last else None, _total(client, cluster, flt))
+
+
+@dataclass(frozen=True)
+class _Sets:
+    """Index keys a pod must be in (besides its verdict's), and keys it must not be in."""
+
+    within: list[str]
+    outside: list[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.within or self.outside)
+
+
+def _filters(cluster: str, flt: PodFilter) -> _Sets:
+    within, outside = [], []
+    if flt.namespace:
+        within.append(store.index_key(cluster, "ns", flt.namespace))
+    if flt.node is not None:
+        within.append(store.index_key(cluster, "node", flt.node))
+    if flt.binding == "scheduler":  # not indexed: in none of the indexed bindings
+        outside = [store.index_key(cluster, store.BINDING, b) for b in store.INDEXED_BINDINGS]
+    elif flt.binding:
+        within.append(store.index_key(cluster, store.BINDING, flt.binding))
+    return _Sets(within, outside)
+
+
+def _walk(
+    client: redis.Redis, cluster: str, flt: PodFilter, after: Cursor | None, limit: int
+) -> tuple[list[tuple[float, str]], bool]:
+    verdicts = flt.ordered_verdicts()
+    sets = _filters(cluster, flt)
+    verdict_keys = [store.index_key(cluster, "verdict", name) for name in verdicts]
+    pipe = client.pipeline(transaction=False)
+    for key in [*verdict_keys, *sets.within]:
+        pipe.zcard(key)
+    sizes = pipe.execute()
+    by_verdict = sum(sizes[: len(verdict_keys)])
+    # Walk the smallest index that applies; check the others per chunk.
+    driver = None
+    if sets.within:
+        smallest = min(range(len(sets.within)), key=lambda i: sizes[len(verdict_keys) + i])
+        if sizes[len(verdict_keys) + smallest] < by_verdict:
+            driver = sets.within[smallest]
+    checks = _Sets([key for key in sets.within if key != driver], sets.outside)
+    size = CHUNK if checks else limit + 1
+    found: list[tuple[float, str]] = []
+    for key, name in zip(verdict_keys, verdicts, strict=True):
+        low, high = store.verdict_range(name)
+        if after is not None and after.score >= high:
+            continue
+        for chunk in _ranged(client, driver or key, low, high, after, size):
+            found.extend(_keep(client, chunk, checks))
+            if len(found) > limit:
+                return found[:limit], True
+    return found, False
+
+
+def _ranged(
+    client: redis.Redis, key: str, low: float, high: float, after: Cursor | None, size: int
+) -> Iterator[list[tuple[float, str]]]:
+    """(score, uid) of ``key`` in [low, high) after the cursor, in order, chunk by chunk."""
+    if after is not None and low <= after.score < high:
+        # Ties on the cursor's score continue by uid, as Redis orders them.
+        tied = client.zrangebyscore(key, after.score, after.score, withscores=True)
+        rest = [(s, u.decode()) for u, s in tied if u.decode() > after.uid]
+        if rest:
+            yield rest
+        start = f"({after.score!r}"
+    else:
+        start = repr(low)
+    while True:
+        rows = client.zrangebyscore(key, start, f"({high!r}", start=0, num=size, withscores=True)
+        if not rows:
+            return
+        yield [(score, uid.decode()) for uid, score in rows]
+        if len(rows) < size:
+            return
+        start = f"({rows[-1][1]!r}"
+        # Pods sharing the chunk's last score but not returned yet: fetch them by uid.
+        tied = client.zrangebyscore(key, rows[-1][1], rows[-1][1], withscores=True)
+        last_uid = rows[-1][0]
+        rest = [(s, u.decode()) for u, s in tied if u > last_uid]
+        if rest:
+            yield rest
+
+
+def _keep(
+    client: redis.Redis, chunk: list[tuple[float, str]], checks: _Sets
+) -> list[tuple[float, str]]:
+    if not checks or not chunk:
+        return chunk
+    uids = [uid for _, uid in chunk]
+    pipe = client.pipeline(transaction=False)
+    for key in [*checks.within, *checks.outside]:
+        pipe.zmscore(key, uids)
+    replies = pipe.execute()
+    within, outside = replies[: len(checks.within)], replies[len(checks.within) :]
+    return [
+        item
+        for i, item in enumerate(chunk)
+        if all(s[i] is not None for s in within) and all(s[i] is None for s in outside)
+    ]
+
+
+def glob_pattern(q: str) -> str:
+    """ZSCAN MATCH pattern of a case-insensitive substring of ``namespace/name``."""
+    out = []
+    for char in q:
+        if char in "*?[]\\":
+            out.append("\\" + char)
+        elif char.lower() != char.upper() and len(char.lower()) == len(char.upper()) == 1:
+            out.append(f"[{char.lower()}{char.upper()}]")
+        elif char.isprintable():
+            out.append(char)
+    # The uid after the separator is not searched: the match must end before it.
+    return "*" + "".join(out) + "*" + store.NAME_SEPARATOR + "*"
+
+
+def _search(
+    client: redis.Redis, cluster: str, flt: PodFilter, after: Cursor | None, limit: int
+) -> tuple[list[tuple[float, str]], bool]:
+    """Free text: Redis matches the names (ZSCAN MATCH over the change index, whose members
+    start with namespace/name); only the matches are scored, filtered and sorted."""
+    uids = [
+        store.member_uid(member)
+        for member, _ in client.zscan_iter(
+            store.changed_key(cluster), match=glob_pattern(flt.q), count=5000
+        )
+    ]
+    verdicts = flt.ordered_verdicts()
+    sets = _filters(cluster, flt)
+    scored: list[tuple[float, str]] = []
+    for start in range(0, len(uids), CHUNK):
+        chunk = uids[start : start + CHUNK]
+        pipe = client.pipeline(transaction=False)
+        for name in verdicts:
+            pipe.zmscore(store.index_key(cluster, "verdict", name), chunk)
+        replies = pipe.execute()
+        candidates = []
+        for index, uid in enumerate(chunk):
+            score = next((s[index] for s in replies if s[index] is not None), None)
+            if score is not None:
+                candidates.append((score, uid))
+        scored.extend(_keep(client, candidates, sets))
+    scored.sort()
+    if after is not None:
+        scored = [item for item in scored if item > (after.score, after.uid)]
+    return scored[:limit], len(scored) > limit
+
+
+def _total(client: redis.Redis, cluster: str, flt: PodFilter) -> int | None:
+    """Exact count of matches when the indexes give it without walking, else None."""
+    sets = _filters(cluster, flt)
+    if flt.q or len(sets.within) + bool(sets.outside) > 1:
+        return None
+    pipe = client.pipeline(transaction=False)
+    for name in flt.ordered_verdicts():
+        low, high = store.verdict_range(name)
+        pipe.zcard(store.index_key(cluster, "verdict", name))
+        for key in sets.within + sets.outside:
+            pipe.zcount(key, low, f"({high!r}")
+    replies = pipe.execute()
+    step = 1 + len(sets.within) + len(sets.outside)
+    total = 0
+    for start in range(0, len(replies), step):
+        everyone, *parts = replies[start : start + step]
+        total += parts[0] if sets.within else everyone - sum(parts)
+    return total
+
+
+def views(client: redis.Redis, cluster: str, uids: list[str]) -> dict[str, dict[str, Any]]:
+    """The stored views of these pods (those still stored), decoded."""
+    if not uids:
+        return {}
+    raws = client.hmget(store.pods_key(cluster), uids)
+    return {uid: decode_view(raw) for uid, raw in zip(uids, raws, strict=True) if raw}
