@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from handoff.core.resources import RESOURCE_OF
 from handoff.sim.components.apiserver import ALPHABET, APIServer
 from handoff.sim.objects import Obj
-
-RESOURCE_OF = {"Deployment": "deployments", "ReplicaSet": "replicasets", "Job": "jobs"}
 
 
 def write_spec(api: APIServer, owner: Owner, spec: Obj) -> None:
