@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from handoff.core.resources import SIMULATED
 from handoff.sim.clock import Loop
 from handoff.sim.objects import (
     Obj,
@@ -34,14 +35,6 @@ NAMESPACED = {
     "deployments": True,
     "replicasets": True,
     "jobs": True,
-}
-KINDS = {
-    "pods": "Pod",
-    "nodes": "Node",
-    "events": "Event",
-    "deployments": "Deployment",
-    "replicasets": "ReplicaSet",
-    "jobs": "Job",
 }
 
 
@@ -135,7 +128,7 @@ class APIServer:
         self.rv = 1
         self.history_limit = history
         self.event_ttl = event_ttl
-        self.stores = {name: Store() for name in KINDS}
+        self.stores = {name: Store() for name in SIMULATED}
         self.pods_by_node: dict[str, dict[tuple[str, str], Obj]] = {}
         # Stored pods in phase Succeeded or Failed: PodGC lists them only past its threshold.
         self.terminal_pods = 0
@@ -250,6 +243,10 @@ class APIServer:
                     sub.handler(type_, obj)
 
     # --- writes ----------------------------------------------------------------------------
+
+    def renew_lease(self, name: str) -> None:
+        """A kubelet renews its node's Lease in kube-node-lease (kept as the renew time)."""
+        self.leases[name] = self.loop.now
 
     def _next_rv(self) -> str:
         self.rv += 1

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from handoff.sim.attached import Remote
 from handoff.sim.clock import EPOCH
-from handoff.sim.cluster import Cluster
+from handoff.sim.cluster import Cluster, ClusterConfig
 
 
 @dataclass
@@ -20,6 +21,15 @@ class Options:
     churn: float | None = None
     file: str | None = None
     start: float = EPOCH  # virtual time zero (epoch seconds)
+    remote: Remote | None = None  # simulate --attach: the real API server
+    kubelet_version: str | None = None  # what the nodes report (default: ClusterConfig's)
+
+    def cluster_config(self, name: str) -> ClusterConfig:
+        """The cluster knobs these options set, for a scenario called ``name``."""
+        config = ClusterConfig(name=name, seed=self.seed, start=self.start, remote=self.remote)
+        if self.kubelet_version:
+            config.kubelet_version = self.kubelet_version
+        return config
 
 
 @dataclass
@@ -28,3 +38,6 @@ class Scenario:
     build: Callable[[Options], Cluster]
     duration: float | None  # default virtual length; None runs until stopped
     summary: str
+    # Runs attached to a real control plane: it needs none of the simulator's own
+    # scheduler, controllers or races staged inside them (docs/simulator.md).
+    attachable: bool = False

@@ -24,7 +24,7 @@ from handoff.sim.scenarios.steady import steady
 
 
 def manual_scheduling(opts: Options) -> Cluster:
-    cluster = Cluster(ClusterConfig(name="sim-manual-scheduling", seed=opts.seed, start=opts.start))
+    cluster = Cluster(opts.cluster_config("sim-manual-scheduling"))
     control_plane(cluster)
     cluster.add_node(
         "worker-1",
@@ -130,6 +130,7 @@ register(
         180.0,
         "every case of seed 003: pinned, NoSchedule bypassed, rejections, typo, "
         "Deployment with nodeName, static/mirror pods, NoExecute eviction",
+        attachable=True,
     )
 )
 register(
@@ -148,6 +149,7 @@ register(
         steady,
         None,
         "a healthy cluster with rollouts, jobs, scaling and a few percent of failures",
+        attachable=True,
     )
 )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from random import Random
 
-from handoff.sim.cluster import Cluster, ClusterConfig
+from handoff.sim.cluster import Cluster
 from handoff.sim.objects import Obj, container, pod, pod_spec
 from handoff.sim.scenarios.base import Options
 from handoff.sim.scenarios.manifests import CONTROL_PLANE_IMAGES, control_plane, coredns, kindnet
@@ -177,7 +177,7 @@ class Steady:
 
 
 def steady(opts: Options) -> Cluster:
-    cluster = Cluster(ClusterConfig(name="sim-steady", seed=opts.seed, start=opts.start))
+    cluster = Cluster(opts.cluster_config("sim-steady"))
     control_plane(cluster)
     workers = opts.nodes or 6
     images = (*CONTROL_PLANE_IMAGES, "busybox:1.36")

@@ -6,7 +6,14 @@ with OutOfcpu ("node state changed since the scheduler's decision")."""
 
 from __future__ import annotations
 
-from handoff.sim.components.kubelet.state import KubeletBase, PodState
+from handoff.sim.components.kubelet.state import (
+    PREDICATE_DESCRIPTION_SINCE,
+    QOS_ON_REJECTION_SINCE,
+    REJECTED_PREFIX_SINCE,
+    TAINT_ADMISSION_SINCE,
+    KubeletBase,
+    PodState,
+)
 from handoff.sim.objects import (
     Obj,
     cpu_millis,
@@ -59,31 +66,29 @@ class Admission(KubeletBase):
         if mem and mem > cap_mem - self.used_mem:
             return "OutOfmemory", _insufficient("memory", mem, self.used_mem, cap_mem)
         if not matches_node(pod["spec"], node):
-            return (
-                "NodeAffinity",
-                "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+            return self._predicate(
+                "NodeAffinity", "node(s) didn't match Pod's node affinity/selector"
             )
         if pod["spec"].get("nodeName") not in (None, "", self.name):
-            return (
-                "NodeName",
-                "Predicate NodeName failed: node(s) didn't match the requested node name",
-            )
+            return self._predicate("NodeName", "node(s) didn't match the requested node name")
         wanted = host_ports(pod)
         if wanted and ports_conflict(wanted, self._ports_in_use()):
-            return (
-                "NodePorts",
-                "Predicate NodePorts failed: node(s) didn't have free ports for the requested "
-                "pod ports",
+            return self._predicate(
+                "NodePorts", "node(s) didn't have free ports for the requested pod ports"
             )
-        if not static:
+        if not static and self.version >= TAINT_ADMISSION_SINCE:
             taints = node["spec"].get("taints") or []
             if untolerated(taints, pod["spec"].get("tolerations") or [], ("NoExecute",)):
-                return (
-                    "TaintToleration",
-                    "Predicate TaintToleration failed: node(s) had taints that the pod didn't "
-                    "tolerate",
+                return self._predicate(
+                    "TaintToleration", "node(s) had taints that the pod didn't tolerate"
                 )
         return None
+
+    def _predicate(self, name: str, description: str) -> tuple[str, str]:
+        """PredicateFailureError: its description joined only from 1.31 (PR #125498)."""
+        if self.version >= PREDICATE_DESCRIPTION_SINCE:
+            return name, f"Predicate {name} failed: {description}"
+        return name, f"Predicate {name} failed"
 
     def _ports_in_use(self) -> set[tuple[str, str, int]]:
         used: set[tuple[str, str, int]] = set()
@@ -98,13 +103,15 @@ class Admission(KubeletBase):
         pod = ps.pod
         self.recorder.event(pod, "Warning", reason, message)
         new = edit(pod, "status")
+        prefix = "Pod was rejected: " if self.version >= REJECTED_PREFIX_SINCE else "Pod "
         new["status"] = {
             "phase": "Failed",
-            "message": f"Pod was rejected: {message}",
+            "message": prefix + message,
             "reason": reason,
             "startTime": stamp(self.loop.now),
-            "qosClass": pod["status"].get("qosClass", "BestEffort"),
         }
+        if self.version >= QOS_ON_REJECTION_SINCE:
+            new["status"]["qosClass"] = pod["status"].get("qosClass", "BestEffort")
         self._write(new)
 
 

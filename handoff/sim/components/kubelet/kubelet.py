@@ -14,9 +14,14 @@ from handoff.sim.components.kubelet.admission import Admission
 from handoff.sim.components.kubelet.eviction import Eviction
 from handoff.sim.components.kubelet.node import NodeStatus
 from handoff.sim.components.kubelet.podworker import PodWorkers
-from handoff.sim.components.kubelet.state import KubeletTimings, PodState
+from handoff.sim.components.kubelet.state import (
+    SANDBOX_CONDITION_SINCE,
+    KubeletTimings,
+    PodState,
+    minor_version,
+)
 from handoff.sim.components.kubelet.static import StaticPods
-from handoff.sim.components.kubelet.status import StatusManager
+from handoff.sim.components.kubelet.status import KUBELET_CONDITIONS, StatusManager
 from handoff.sim.objects import (
     Obj,
     node_ip,
@@ -64,6 +69,12 @@ class Kubelet(NodeStatus, Admission, Eviction, PodWorkers, StatusManager, Static
         self._admitted_at = 0.0
         self.ip_seq = 1
         self.ip_prefix = node["spec"]["podCIDR"].rsplit(".", 1)[0] + "."
+        self.version = minor_version(node["status"]["nodeInfo"]["kubeletVersion"])
+        self.condition_types = (
+            KUBELET_CONDITIONS
+            if self.version >= SANDBOX_CONDITION_SINCE
+            else KUBELET_CONDITIONS[1:]
+        )
         self.sub = api.subscribe("pods", self._deliver, node_name=self.name)
         for manifest in static_pods or ():
             self.static[manifest["metadata"]["name"]] = manifest

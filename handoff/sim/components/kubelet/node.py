@@ -34,7 +34,7 @@ class NodeStatus(KubeletBase):
         node["status"]["conditions"] = self._node_conditions(now, None)
         self.api.create("nodes", node)
         self.last_report = now
-        self.api.leases[self.name] = now
+        self.api.renew_lease(self.name)
         self.loop.every(
             self.t.node_status_frequency,
             self._node_status_tick,
@@ -51,7 +51,7 @@ class NodeStatus(KubeletBase):
         if self.state == "dead":
             return False
         if self._alive():
-            self.api.leases[self.name] = self.loop.now
+            self.api.renew_lease(self.name)
         return True
 
     def _node_conditions(self, now: float, old: list[Obj] | None) -> list[Obj]:

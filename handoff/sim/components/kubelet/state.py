@@ -90,6 +90,21 @@ class PodState:
     seen: float = 0.0
 
 
+def minor_version(version: str) -> tuple[int, int]:
+    """(1, 20) for "v1.20.2": the release a kubelet's shapes follow."""
+    major, _, rest = version.lstrip("v").partition(".")
+    digits = "".join(ch for ch in rest.split(".")[0] if ch.isdigit())
+    return int(major or 1), int(digits or 0)
+
+
+# What changed with the kubelet's release (FIDELITY_AUDIT.md's version key).
+REJECTED_PREFIX_SINCE = (1, 26)  # "Pod " + m -> "Pod was rejected: " + m, PR #112644
+QOS_ON_REJECTION_SINCE = (1, 26)  # qosClass in a rejected pod's status
+SANDBOX_CONDITION_SINCE = (1, 29)  # PodReadyToStartContainers on by default, PR #119659
+PREDICATE_DESCRIPTION_SINCE = (1, 31)  # "Predicate X failed: <desc>", PR #125498
+TAINT_ADMISSION_SINCE = (1, 22)  # NoExecute TaintToleration at admission, PR #101218
+
+
 class KubeletBase:
     """The attributes of one kubelet that its managers (node status, admission, eviction, pod
     workers, status manager, static pods) share; ``Kubelet`` sets them."""
@@ -119,4 +134,6 @@ class KubeletBase:
     die_on_pickup: bool
     ip_seq: int
     ip_prefix: str
+    version: tuple[int, int]  # (major, minor) of status.nodeInfo.kubeletVersion
+    condition_types: tuple[str, ...]  # the pod conditions this version writes
     _in_order: tuple[Obj | None, tuple[str | None, bool]]

@@ -100,7 +100,10 @@ class StatusManager(KubeletBase):
             previous[c["type"]] = c
         conditions = []
         found = 0
-        for type_, (value, reason, message) in zip(KUBELET_CONDITIONS, values, strict=True):
+        types = self.condition_types
+        if len(types) < len(values):
+            values = values[len(values) - len(types) :]  # before 1.29: no sandbox condition
+        for type_, (value, reason, message) in zip(types, values, strict=True):
             prev = previous.get(type_)
             if prev is not None:
                 found += 1
