@@ -14,9 +14,6 @@ from handoff.sim.cluster import Cluster
 from handoff.sim.components.apiserver import ApiError
 from handoff.sim.scenarios.base import Options, Scenario
 
-# The kubelet version the attached nodes report, per control-plane minor version.
-PATCH = {"1.20": 2}
-
 
 class Attached:
     """A scenario's nodes and kubelets running against a real API server."""
@@ -62,11 +59,6 @@ class Attached:
         self.remote.stop()
 
 
-def kubelet_version(minor: str) -> str:
-    """``v1.20.2`` for ``1.20``: what attached nodes say they run."""
-    return f"v{minor}.{PATCH.get(minor, 0)}"
-
-
 def attach(
     scenario: Scenario,
     options: Options,
@@ -84,10 +76,9 @@ def attach(
             "inside the simulator's own control plane (attachable: manual-scheduling, steady)"
         )
     remote = KubeRemote(kubeconfig, context)
-    minor = k8s_version or remote.server_version()
     options.start = float(int(time.time()))
     options.remote = remote
-    options.kubelet_version = kubelet_version(minor)
+    options.k8s_version = k8s_version or remote.server_version()
     try:
         cluster = scenario.build(options)
     except ApiError as exc:

@@ -17,6 +17,7 @@ from handoff.sim import SCENARIOS, Options, find_scenario, run
 from handoff.sim.attached.driver import NodeFault
 from handoff.sim.runner import serve
 from handoff.sim.serve.faults import load_faults
+from handoff.sim.versions import kubelet_version
 
 
 class Command(BaseCommand):
@@ -93,8 +94,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--k8s-version",
             metavar="X.Y",
-            help="with --attach: the Kubernetes version the kubelets present themselves as "
-            "(default: the API server's)",
+            help="follow this Kubernetes release's shapes (kubelet texts and conditions, node "
+            "grace period, PodGC, taint controller, scheduler texts; see docs/simulator.md); "
+            "with --attach the default is the API server's",
         )
         parser.add_argument(
             "--node-fault",
@@ -131,8 +133,14 @@ class Command(BaseCommand):
         if options["attach"]:
             self._attach(scenario, opts, options)
             return
-        if options["context"] or options["k8s_version"] or options["node_fault"]:
-            raise CommandError("--context, --k8s-version and --node-fault need --attach")
+        if options["context"] or options["node_fault"]:
+            raise CommandError("--context and --node-fault need --attach")
+        if options["k8s_version"]:
+            try:
+                kubelet_version(options["k8s_version"])
+            except ValueError as exc:
+                raise CommandError(f"--k8s-version: {exc}") from exc
+            opts.k8s_version = options["k8s_version"]
         if options["serve"]:
             self._serve(scenario, opts, options, speed_text)
             return

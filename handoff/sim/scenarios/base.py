@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from handoff.sim.attached import Remote
 from handoff.sim.clock import EPOCH
 from handoff.sim.cluster import Cluster, ClusterConfig
+from handoff.sim.versions import configure
 
 
 @dataclass
@@ -22,14 +23,12 @@ class Options:
     file: str | None = None
     start: float = EPOCH  # virtual time zero (epoch seconds)
     remote: Remote | None = None  # simulate --attach: the real API server
-    kubelet_version: str | None = None  # what the nodes report (default: ClusterConfig's)
+    k8s_version: str | None = None  # MAJOR.MINOR whose shapes to follow (sim/versions.py)
 
     def cluster_config(self, name: str) -> ClusterConfig:
         """The cluster knobs these options set, for a scenario called ``name``."""
         config = ClusterConfig(name=name, seed=self.seed, start=self.start, remote=self.remote)
-        if self.kubelet_version:
-            config.kubelet_version = self.kubelet_version
-        return config
+        return configure(config, self.k8s_version) if self.k8s_version else config
 
 
 @dataclass
