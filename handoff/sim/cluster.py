@@ -35,6 +35,7 @@ class ClusterConfig:
     taint_eviction_component: str = "taint-eviction-controller"
     history: int = 20000
     kubelet_version: str = "v1.33.1"  # what the nodes report in status.nodeInfo
+    graceful_deletes: bool = False  # APIServer.graceful_deletes: MODIFIED before DELETED
     # Attached to a real API server (``simulate --attach``): the kubelets write to it, and
     # its control plane schedules, binds, collects and evicts; none of ours runs.
     remote: Remote | None = None
@@ -53,6 +54,7 @@ class Cluster:
             self._attach(c.remote)
             return
         self.api = APIServer(self.loop, history=c.history)
+        self.api.graceful_deletes = c.graceful_deletes
         self.scheduler = Scheduler(self.api, c.scheduler)
         self.podgc = PodGC(
             self.api,

@@ -45,4 +45,6 @@ def configure(config: ClusterConfig, minor: str) -> ClusterConfig:
             "taint-eviction-controller" if version >= (1, 29) else "taint-controller"
         ),
         scheduler=scheduler,
+        # Every release's API server: MODIFIED with deletionTimestamp before DELETED.
+        graceful_deletes=True,
     )

@@ -102,3 +102,26 @@ def test_the_taint_managers_name_follows_the_version(
         if line["object"].get("reason") == "TaintManagerEviction"
     }
     assert sources == {component}
+
+
+def test_every_pod_deletion_is_a_modified_with_deletion_timestamp_then_deleted(
+    traces: dict[str, Path],
+) -> None:
+    """staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go
+    updateForGracefulDeletionAndFinalizers: grace 0 too (PodGC, the kubelet's final delete,
+    unbound and terminal pods) goes through a MODIFIED first (FIDELITY_AUDIT X1, X2)."""
+    for version, path in traces.items():
+        last_seen: dict[str, dict] = {}
+        deleted = 0
+        for line in _lines(path):
+            obj = line["object"]
+            if obj.get("kind") != "Pod" or line["type"] not in ("ADDED", "MODIFIED", "DELETED"):
+                continue
+            uid = obj["metadata"]["uid"]
+            if line["type"] == "DELETED":
+                before = last_seen[uid]["metadata"]
+                assert "deletionTimestamp" in before, (version, obj["metadata"]["name"])
+                assert before["deletionGracePeriodSeconds"] == 0, (version, before["name"])
+                deleted += 1
+            last_seen[uid] = obj
+        assert deleted >= 3, version  # ghost3 (PodGC), the mirror pod, the evicted pod

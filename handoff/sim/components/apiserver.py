@@ -137,6 +137,11 @@ class APIServer:
         self._event_expiry: deque[tuple[float, tuple[str, str]]] = deque()
         self._event_written: dict[tuple[str, str], float] = {}
         self.counts = {"ADDED": 0, "MODIFIED": 0, "DELETED": 0}
+        # Every pod delete writes deletionTimestamp/deletionGracePeriodSeconds (MODIFIED)
+        # before the object goes (DELETED), grace 0 included, as the generic registry's
+        # updateForGracefulDeletionAndFinalizers does (FIDELITY_AUDIT X1, X2). Off: grace-0
+        # deletes send DELETED alone (the simulator's default shape, kept for its traces).
+        self.graceful_deletes = False
         loop.every(60.0, self._expire_events)
 
     # --- reads -----------------------------------------------------------------------------
@@ -400,7 +405,9 @@ class APIServer:
         finalizers = meta.get("finalizers")
         if grace == 0 and not finalizers:
             final = obj
-            if meta.get("deletionTimestamp"):
+            if self.graceful_deletes and resource == "pods":
+                final = self._mark_deleted(key, obj)
+            elif meta.get("deletionTimestamp"):
                 final = edit(obj, "metadata")
                 final["metadata"]["deletionGracePeriodSeconds"] = 0
             return self._remove(resource, key, final)
@@ -411,6 +418,22 @@ class APIServer:
         new["metadata"]["deletionTimestamp"] = stamp(self.loop.now + grace)
         new["metadata"]["deletionGracePeriodSeconds"] = grace
         return self.update(resource, new)
+
+    def _mark_deleted(self, key: tuple[str, str], obj: Obj) -> Obj:
+        """The MODIFIED a grace-0 pod delete sends first: deletionTimestamp now (moved back
+        to the request time when a graceful delete set it later), grace 0."""
+        new = edit(obj, "metadata")
+        meta = new["metadata"]
+        meta["deletionTimestamp"] = stamp(self.loop.now)
+        meta["deletionGracePeriodSeconds"] = 0
+        self.rv += 1
+        meta["resourceVersion"] = str(self.rv)
+        self.stores["pods"].objects[key] = new
+        node_name = new["spec"].get("nodeName")
+        if node_name:
+            self.pods_by_node.setdefault(node_name, {})[key] = new
+        self._emit("pods", "MODIFIED", new, obj)
+        return new
 
     def _remove(self, resource: str, key: tuple[str, str], last: Obj) -> Obj:
         store = self.stores[resource]
