@@ -10,8 +10,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff.attach.kube import AttachError
-from handoff.attach.run import attach
 from handoff.management.cliargs import speed as parse_speed
 from handoff.sim import SCENARIOS, Options, find_scenario, run
 from handoff.sim.attached.driver import NodeFault
@@ -219,6 +217,11 @@ class Command(BaseCommand):
                     writer.close()
 
     def _attach(self, scenario: Any, opts: Options, options: dict[str, Any]) -> None:
+        # Imported here: the kubernetes client costs half a second of start-up that plain
+        # simulator runs do not need.
+        from handoff.attach.kube import AttachError
+        from handoff.attach.run import attach
+
         for clash in ("serve", "record", "faults", "file"):
             if options[clash]:
                 raise CommandError(
