@@ -3,6 +3,8 @@ status writes batched, conditions in kubelet order."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from handoff.sim.components.apiserver import ApiError
 from handoff.sim.components.kubelet.state import KubeletBase, PodState
 from handoff.sim.objects import (
@@ -95,8 +97,30 @@ class StatusManager(KubeletBase):
             ready,
             _CONDITION_TRUE,
         )
+        conditions = self._conditions(values, old.get("conditions") or (), now)
+        status: Obj = {
+            "phase": ps.phase,
+            "conditions": conditions,
+            "hostIP": self.ip,
+            "hostIPs": self.host_ips,
+        }
+        if ps.pod_ip:
+            status["podIP"] = ps.pod_ip
+            status["podIPs"] = [{"ip": ps.pod_ip}]
+        status["startTime"] = stamp(ps.start_time)
+        if ps.init:
+            status["initContainerStatuses"] = list(map(dict, ps.init))
+        status["containerStatuses"] = list(map(dict, ps.app))
+        status["qosClass"] = old.get("qosClass", "BestEffort")
+        return status
+
+    def _conditions(
+        self, values: tuple[tuple[str, str | None, str | None], ...], old: Any, now: float
+    ) -> list[Obj]:
+        """The kubelet's conditions in its order, an unchanged one shared as it was stored;
+        conditions others own (DisruptionTarget, readiness gates) kept after them."""
         previous: dict[str, Obj] = {}
-        for c in old.get("conditions") or ():
+        for c in old:
             previous[c["type"]] = c
         conditions = []
         found = 0
@@ -131,18 +155,4 @@ class StatusManager(KubeletBase):
             for type_, prev in previous.items():
                 if type_ not in KUBELET_CONDITIONS:
                     conditions.append(prev)
-        status: Obj = {
-            "phase": ps.phase,
-            "conditions": conditions,
-            "hostIP": self.ip,
-            "hostIPs": self.host_ips,
-        }
-        if ps.pod_ip:
-            status["podIP"] = ps.pod_ip
-            status["podIPs"] = [{"ip": ps.pod_ip}]
-        status["startTime"] = stamp(ps.start_time)
-        if ps.init:
-            status["initContainerStatuses"] = list(map(dict, ps.init))
-        status["containerStatuses"] = list(map(dict, ps.app))
-        status["qosClass"] = old.get("qosClass", "BestEffort")
-        return status
+        return conditions
