@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from handoff.sim.attached import MirrorAPI, Remote, RemoteDeployments, RemoteJobs
 from handoff.sim.clock import EPOCH, Loop
 from handoff.sim.components.apiserver import ApiError, APIServer
 from handoff.sim.components.controllers import Deployments, Jobs, ReplicaSets
@@ -33,6 +34,11 @@ class ClusterConfig:
     terminated_pod_threshold: int = 12500
     taint_eviction_component: str = "taint-eviction-controller"
     history: int = 20000
+    kubelet_version: str = "v1.33.1"  # what the nodes report in status.nodeInfo
+    graceful_deletes: bool = False  # APIServer.graceful_deletes: MODIFIED before DELETED
+    # Attached to a real API server (``simulate --attach``): the kubelets write to it, and
+    # its control plane schedules, binds, collects and evicts; none of ours runs.
+    remote: Remote | None = None
     scheduler: SchedulerTimings = field(default_factory=SchedulerTimings)
     kubelet: KubeletTimings = field(default_factory=KubeletTimings)
 
@@ -42,7 +48,13 @@ class Cluster:
         self.config = config or ClusterConfig()
         c = self.config
         self.loop = Loop(c.seed, c.start)
+        self.kubelets: dict[str, Kubelet] = {}
+        self.daemon_uid: dict[str, str] = {}
+        if c.remote is not None:
+            self._attach(c.remote)
+            return
         self.api = APIServer(self.loop, history=c.history)
+        self.api.graceful_deletes = c.graceful_deletes
         self.scheduler = Scheduler(self.api, c.scheduler)
         self.podgc = PodGC(
             self.api,
@@ -55,9 +67,18 @@ class Cluster:
         self.taint_eviction = TaintEviction(self.api, c.taint_eviction_component)
         self.replicasets = ReplicaSets(self.api)
         self.deployments = Deployments(self.api, self.replicasets)
-        self.jobs = Jobs(self.api)
-        self.kubelets: dict[str, Kubelet] = {}
-        self.daemon_uid: dict[str, str] = {}
+        self.jobs: Jobs | RemoteJobs = Jobs(self.api)
+
+    def _attach(self, remote: Remote) -> None:
+        """Kubelets only, on a mirror of the real API server; workloads go to its
+        controllers."""
+        self.api = MirrorAPI(self.loop, remote, history=self.config.history)
+        self.deployments = RemoteDeployments(self.api)  # type: ignore[assignment]
+        self.jobs = RemoteJobs(self.api)
+
+    @property
+    def attached(self) -> bool:
+        return self.config.remote is not None
 
     # --- time ------------------------------------------------------------------------------
 
@@ -85,7 +106,14 @@ class Cluster:
     ) -> Kubelet:
         index = len(self.kubelets) + 1
         obj = make_node(
-            name, cpu=cpu, memory=memory, pods=pods, labels=labels, taints=taints, index=index
+            name,
+            cpu=cpu,
+            memory=memory,
+            pods=pods,
+            labels=labels,
+            taints=taints,
+            index=index,
+            kubelet_version=self.config.kubelet_version,
         )
         kubelet = Kubelet(self.api, obj, self.config.kubelet, static_pods, images)
         self.kubelets[name] = kubelet
@@ -210,4 +238,8 @@ class Cluster:
             },
             "spec": spec,
         }
+        if self.attached:
+            # No DaemonSet object exists there: the real garbage collector would delete a
+            # pod owned by a missing owner, so attached daemon pods stand alone.
+            del pod["metadata"]["ownerReferences"]
         self.create_pod(pod)

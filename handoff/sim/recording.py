@@ -10,13 +10,13 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 
+from handoff.core.resources import EVENTS_GROUP, RESOURCES
 from handoff.sim.components.apiserver import APIServer
-from handoff.sim.components.events import EVENTS_GROUP, as_core, as_events, view
+from handoff.sim.components.events import as_core, as_events, view
 from handoff.sim.objects import Obj
 
 Sink = Callable[[float, str, Obj], None]
 STREAMS = ("pods", "nodes", "events")
-BOOKMARK_KINDS = {"pods": ("Pod", "v1"), "nodes": ("Node", "v1"), "events": ("Event", "v1")}
 
 
 class Recording:
@@ -144,7 +144,7 @@ class Recording:
             return
         rv = str(self.api.rv)
         for resource in STREAMS:
-            kind, version = BOOKMARK_KINDS[resource]
+            kind, version = RESOURCES[resource]
             if resource == "events" and self.events_group != "v1":
                 version = self.events_group
             bookmark = {"kind": kind, "apiVersion": version, "metadata": {"resourceVersion": rv}}

@@ -27,7 +27,10 @@ ACTORS = {
     "handoff.sim.components.scheduler": "system:kube-scheduler",
     "handoff.sim.components.podgc": PODGC,
     "handoff.sim.components.nodelifecycle": "system:serviceaccount:kube-system:node-controller",
-    "handoff.sim.components.controllers": "system:kube-controller-manager",
+    "handoff.sim.components.controllers.deployments": "system:kube-controller-manager",
+    "handoff.sim.components.controllers.replicasets": "system:kube-controller-manager",
+    "handoff.sim.components.controllers.jobs": "system:kube-controller-manager",
+    "handoff.sim.components.controllers.owners": "system:kube-controller-manager",
 }
 
 
@@ -75,7 +78,7 @@ def _actor(resource: str, obj: dict[str, Any]) -> str:
     frame = sys._getframe(2)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        if module == "handoff.sim.components.kubelet":
+        if module.startswith("handoff.sim.components.kubelet."):
             if resource == "nodes":
                 return f"system:node:{obj['metadata']['name']}"
             return f"system:node:{(obj.get('spec') or {}).get('nodeName', '')}"

@@ -32,12 +32,16 @@ def test_podgc_deletes_an_orphan_40_to_80_seconds_after_creation_without_events(
 
 
 def test_podgc_can_behave_like_older_controller_managers_without_the_condition() -> None:
+    """pkg/controller/podgc/gc_controller.go before 1.26: a bare Delete(grace 0), no status
+    change, so the pod is last seen Pending (FIDELITY_AUDIT G2/G4)."""
     cluster = small_cluster(podgc_condition=False)
     cap = Capture(cluster)
     cluster.create_pod(nginx("ghost", node_name="nowhere"))
     cap.run(100)
-    final = cap.pods("ghost")[-1][2]
-    assert final["status"]["phase"] == "Failed"
+    seen = cap.pods("ghost")
+    assert seen[-1][1] == "DELETED"
+    final = seen[-1][2]
+    assert final["status"]["phase"] == "Pending"
     assert condition(final, "DisruptionTarget") is None
 
 

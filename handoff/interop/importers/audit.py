@@ -37,6 +37,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from handoff.core.resources import KIND_OF, WATCHED
 from handoff.core.trace import LineError, WatchEvent, format_time, parse_time
 from handoff.interop.importers.objects import EventMaker, normalise
 
@@ -44,7 +45,7 @@ PODGC_USER = "system:serviceaccount:kube-system:pod-garbage-collector"
 SCHEDULER_USER = "system:kube-scheduler"
 NODE_USER_PREFIX = "system:node:"
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
-RESOURCES = {"pods": "Pod", "nodes": "Node", "events": "Event"}
+RESOURCES = {resource: KIND_OF[resource] for resource in WATCHED}
 SUBRESOURCES = {
     "pods": frozenset({"", "status", "binding", "eviction"}),
     "nodes": frozenset({"", "status"}),

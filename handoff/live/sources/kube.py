@@ -20,16 +20,9 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
+from handoff.core.resources import EVENTS_GROUP, KIND_OF, collection_path
 from handoff.live.clusters import ClusterConfig
 from handoff.live.sources.base import Gone, SourceError, WatchSettings
-
-EVENTS_GROUP = "events.k8s.io/v1"
-PATHS = {
-    ("pods", "v1"): ("/api/v1/pods", "Pod"),
-    ("nodes", "v1"): ("/api/v1/nodes", "Node"),
-    ("events", "v1"): ("/api/v1/events", "Event"),
-    ("events", EVENTS_GROUP): ("/apis/events.k8s.io/v1/events", "Event"),
-}
 
 
 def api_client(config: ClusterConfig) -> k8s.ApiClient:
@@ -98,11 +91,11 @@ class KubeSource:
 
     def api_version(self, resource: str) -> tuple[str, str]:
         version = self.events_group() if resource == "events" else "v1"
-        return version, PATHS[(resource, version)][1]
+        return version, KIND_OF[resource]
 
     def _path(self, resource: str) -> str:
         version, _ = self.api_version(resource)
-        return PATHS[(resource, version)][0]
+        return collection_path(resource, version)
 
     def list(self, resource: str) -> tuple[list[dict[str, Any]], str]:
         version, kind = self.api_version(resource)

@@ -13,20 +13,19 @@ import threading
 import time
 from typing import Any
 
+from handoff.core.resources import KIND_OF, RESOURCE_OF
 from handoff.live import clusters, store
 from handoff.live.sources.sink import StreamSink
 from handoff.live.sources.watching import RECONCILED, bury_vanished
 from handoff.sim import Options, find_scenario
 from handoff.sim.runner import run
 
-RESOURCE_OF = {"Pod": "pods", "Node": "nodes", "Event": "events"}
-
 
 class _Vanished:
     """The lost run's objects, reconciled as if relisted empty."""
 
     def api_version(self, resource: str) -> tuple[str, str]:
-        return "v1", {"pods": "Pod", "nodes": "Node", "events": "Event"}[resource]
+        return "v1", KIND_OF[resource]
 
 
 def run_simulation(

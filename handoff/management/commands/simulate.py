@@ -12,8 +12,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handoff.management.cliargs import speed as parse_speed
 from handoff.sim import SCENARIOS, Options, find_scenario, run
+from handoff.sim.attached.driver import NodeFault
 from handoff.sim.runner import serve
 from handoff.sim.serve.faults import load_faults
+from handoff.sim.versions import kubelet_version
 
 
 class Command(BaseCommand):
@@ -80,6 +82,29 @@ class Command(BaseCommand):
             'POST /_sim/clock {"running": true}',
         )
         parser.add_argument(
+            "--attach",
+            metavar="KUBECONFIG",
+            help="run the scenario's nodes and kubelets against the real API server of this "
+            "kubeconfig; its own control plane schedules, binds, collects and evicts "
+            "(manual-scheduling and steady; see docs/simulator.md)",
+        )
+        parser.add_argument("--context", help="with --attach: the kubeconfig context to use")
+        parser.add_argument(
+            "--k8s-version",
+            metavar="X.Y",
+            help="follow this Kubernetes release's shapes (kubelet texts and conditions, node "
+            "grace period, PodGC, taint controller, scheduler texts; see docs/simulator.md); "
+            "with --attach the default is the API server's",
+        )
+        parser.add_argument(
+            "--node-fault",
+            action="append",
+            default=[],
+            metavar="NODE:MODE[@SECONDS]",
+            help="with --attach: at that second, hang (kubelet silent), stop (no heartbeats), "
+            "die, resume, not-ready, memory-pressure or delete the node (repeatable)",
+        )
+        parser.add_argument(
             "--events-api",
             choices=("v1", "events.k8s.io/v1"),
             default="v1",
@@ -103,6 +128,17 @@ class Command(BaseCommand):
         )
         # SIGTERM stops the run cleanly, so the recording is flushed and closed.
         signal.signal(signal.SIGTERM, _interrupt)
+        if options["attach"]:
+            self._attach(scenario, opts, options)
+            return
+        if options["context"] or options["node_fault"]:
+            raise CommandError("--context and --node-fault need --attach")
+        if options["k8s_version"]:
+            try:
+                kubelet_version(options["k8s_version"])
+            except ValueError as exc:
+                raise CommandError(f"--k8s-version: {exc}") from exc
+            opts.k8s_version = options["k8s_version"]
         if options["serve"]:
             self._serve(scenario, opts, options, speed_text)
             return
@@ -179,6 +215,51 @@ class Command(BaseCommand):
                 recording.drain()
                 if writer is not None:
                     writer.close()
+
+    def _attach(self, scenario: Any, opts: Options, options: dict[str, Any]) -> None:
+        # Imported here: the kubernetes client costs half a second of start-up that plain
+        # simulator runs do not need.
+        from handoff.attach.kube import AttachError
+        from handoff.attach.run import attach
+
+        for clash in ("serve", "record", "faults", "file"):
+            if options[clash]:
+                raise CommandError(
+                    f"--{clash} does not go with --attach (record the real cluster with "
+                    "manage.py record)"
+                    if clash == "record"
+                    else f"--{clash} does not go with --attach"
+                )
+        if options["speed"] not in (None, "1"):
+            raise CommandError(
+                "--attach runs at the wall clock's speed: the real control "
+                "plane's timers cannot be sped up"
+            )
+        try:
+            faults = [NodeFault.parse(text) for text in options["node_fault"]]
+            attached = attach(
+                scenario,
+                opts,
+                options["attach"],
+                context=options["context"],
+                k8s_version=options["k8s_version"],
+                faults=faults,
+            )
+        except (AttachError, ValueError) as exc:
+            raise CommandError(str(exc)) from exc
+        nodes = ", ".join(attached.cluster.kubelets)
+        self.stdout.write(f"attached {scenario.name} to {attached.remote.server}: nodes {nodes}")
+        sys.stdout.flush()
+        attached.start()
+        try:
+            while not attached.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            attached.stop()
+        if attached.error is not None:
+            raise CommandError(f"the attached run stopped: {attached.error}")
 
 
 def _interrupt(*_: object) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from handoff.core.resources import SIMULATED
 from handoff.sim.clock import Loop
 from handoff.sim.objects import (
     Obj,
@@ -34,14 +35,6 @@ NAMESPACED = {
     "deployments": True,
     "replicasets": True,
     "jobs": True,
-}
-KINDS = {
-    "pods": "Pod",
-    "nodes": "Node",
-    "events": "Event",
-    "deployments": "Deployment",
-    "replicasets": "ReplicaSet",
-    "jobs": "Job",
 }
 
 
@@ -135,7 +128,7 @@ class APIServer:
         self.rv = 1
         self.history_limit = history
         self.event_ttl = event_ttl
-        self.stores = {name: Store() for name in KINDS}
+        self.stores = {name: Store() for name in SIMULATED}
         self.pods_by_node: dict[str, dict[tuple[str, str], Obj]] = {}
         # Stored pods in phase Succeeded or Failed: PodGC lists them only past its threshold.
         self.terminal_pods = 0
@@ -144,6 +137,11 @@ class APIServer:
         self._event_expiry: deque[tuple[float, tuple[str, str]]] = deque()
         self._event_written: dict[tuple[str, str], float] = {}
         self.counts = {"ADDED": 0, "MODIFIED": 0, "DELETED": 0}
+        # Every pod delete writes deletionTimestamp/deletionGracePeriodSeconds (MODIFIED)
+        # before the object goes (DELETED), grace 0 included, as the generic registry's
+        # updateForGracefulDeletionAndFinalizers does (FIDELITY_AUDIT X1, X2). Off: grace-0
+        # deletes send DELETED alone (the simulator's default shape, kept for its traces).
+        self.graceful_deletes = False
         loop.every(60.0, self._expire_events)
 
     # --- reads -----------------------------------------------------------------------------
@@ -250,6 +248,10 @@ class APIServer:
                     sub.handler(type_, obj)
 
     # --- writes ----------------------------------------------------------------------------
+
+    def renew_lease(self, name: str) -> None:
+        """A kubelet renews its node's Lease in kube-node-lease (kept as the renew time)."""
+        self.leases[name] = self.loop.now
 
     def _next_rv(self) -> str:
         self.rv += 1
@@ -403,7 +405,9 @@ class APIServer:
         finalizers = meta.get("finalizers")
         if grace == 0 and not finalizers:
             final = obj
-            if meta.get("deletionTimestamp"):
+            if self.graceful_deletes and resource == "pods":
+                final = self._mark_deleted(key, obj)
+            elif meta.get("deletionTimestamp"):
                 final = edit(obj, "metadata")
                 final["metadata"]["deletionGracePeriodSeconds"] = 0
             return self._remove(resource, key, final)
@@ -414,6 +418,22 @@ class APIServer:
         new["metadata"]["deletionTimestamp"] = stamp(self.loop.now + grace)
         new["metadata"]["deletionGracePeriodSeconds"] = grace
         return self.update(resource, new)
+
+    def _mark_deleted(self, key: tuple[str, str], obj: Obj) -> Obj:
+        """The MODIFIED a grace-0 pod delete sends first: deletionTimestamp now (moved back
+        to the request time when a graceful delete set it later), grace 0."""
+        new = edit(obj, "metadata")
+        meta = new["metadata"]
+        meta["deletionTimestamp"] = stamp(self.loop.now)
+        meta["deletionGracePeriodSeconds"] = 0
+        self.rv += 1
+        meta["resourceVersion"] = str(self.rv)
+        self.stores["pods"].objects[key] = new
+        node_name = new["spec"].get("nodeName")
+        if node_name:
+            self.pods_by_node.setdefault(node_name, {})[key] = new
+        self._emit("pods", "MODIFIED", new, obj)
+        return new
 
     def _remove(self, resource: str, key: tuple[str, str], last: Obj) -> Obj:
         store = self.stores[resource]

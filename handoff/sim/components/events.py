@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from handoff.core.resources import EVENTS_GROUP
 from handoff.sim.components.apiserver import APIServer, ref_of
 from handoff.sim.objects import Obj, micro, stamp
-
-EVENTS_GROUP = "events.k8s.io/v1"
 
 
 def _name(api: APIServer, namespace: str, base: str) -> str:

@@ -70,18 +70,19 @@ class PodGC:
         name = f"{meta['namespace']}/{meta['name']}"
         self.log.append((self.loop.now, "PodGC is force deleting Pod", name))
         try:
-            if pod["status"].get("phase") not in ("Succeeded", "Failed"):
+            # markFailedAndDeletePodWithCondition (1.26+, PodDisruptionConditions); before,
+            # and for pods already terminal (PR #115056), only the Delete(grace 0).
+            if condition is not None and pod["status"].get("phase") not in ("Succeeded", "Failed"):
                 new = edit(pod, "status")
                 new["status"]["phase"] = "Failed"
-                if condition is not None:
-                    set_condition(
-                        new["status"],
-                        "DisruptionTarget",
-                        "True",
-                        self.loop.now,
-                        condition[0],
-                        condition[1],
-                    )
+                set_condition(
+                    new["status"],
+                    "DisruptionTarget",
+                    "True",
+                    self.loop.now,
+                    condition[0],
+                    condition[1],
+                )
                 self.api.update("pods", new)
             self.api.delete("pods", meta["namespace"], meta["name"], grace=0)
         except ApiError:

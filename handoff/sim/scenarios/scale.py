@@ -8,8 +8,6 @@ deleted gracefully, the way clusterloader2's load test turns pods over.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from handoff.sim.cluster import Cluster, ClusterConfig
 from handoff.sim.components.scheduler import SchedulerTimings
 from handoff.sim.objects import (
@@ -21,9 +19,7 @@ from handoff.sim.objects import (
     pod_spec,
     stamp,
 )
-
-if TYPE_CHECKING:
-    from handoff.sim.scenarios import Options
+from handoff.sim.scenarios.base import Options
 
 PODS_PER_NAMESPACE = 3000
 IMAGE = "registry.k8s.io/pause:3.10"

@@ -9,14 +9,11 @@ a kubelet that hangs or stops for a while. Runs until stopped unless given a dur
 from __future__ import annotations
 
 from random import Random
-from typing import TYPE_CHECKING
 
-from handoff.sim.cluster import Cluster, ClusterConfig
+from handoff.sim.cluster import Cluster
 from handoff.sim.objects import Obj, container, pod, pod_spec
+from handoff.sim.scenarios.base import Options
 from handoff.sim.scenarios.manifests import CONTROL_PLANE_IMAGES, control_plane, coredns, kindnet
-
-if TYPE_CHECKING:
-    from handoff.sim.scenarios import Options
 
 APPS = (
     # name, namespace, replicas, image, cpu, memory
@@ -180,7 +177,7 @@ class Steady:
 
 
 def steady(opts: Options) -> Cluster:
-    cluster = Cluster(ClusterConfig(name="sim-steady", seed=opts.seed, start=opts.start))
+    cluster = Cluster(opts.cluster_config("sim-steady"))
     control_plane(cluster)
     workers = opts.nodes or 6
     images = (*CONTROL_PLANE_IMAGES, "busybox:1.36")

@@ -8,24 +8,20 @@ Problems are reported as ValueError with the path of the offending entry.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from handoff.sim.cluster import Cluster, ClusterConfig
 from handoff.sim.objects import Obj
+from handoff.sim.scenarios.base import Options, Scenario
 from handoff.sim.scenarios.manifests import CONTROL_PLANE_IMAGES, control_plane
-
-if TYPE_CHECKING:
-    from handoff.sim.scenarios import Options, Scenario
 
 NODE_KEYS = {"name", "count", "first", "cpu", "memory", "pods", "labels", "taints", "images"}
 FAULTS = {"hang", "stop", "die", "die-on-pickup", "resume", "not-ready", "memory-pressure"}
 
 
 def scenario_from_file(path: str | Path) -> Scenario:
-    from handoff.sim.scenarios import Scenario
-
     text = Path(path).read_text()
     try:
         doc = yaml.safe_load(text) or {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from handoff.sim.components.events import EVENTS_GROUP
+from handoff.core.resources import EVENTS_GROUP, KIND_OF
 from handoff.sim.objects import Obj
 
 VERSION = {
@@ -24,14 +24,6 @@ VERSION = {
     "platform": "linux/amd64",
 }
 TABLE = "as=Table"
-KIND = {
-    "pods": "Pod",
-    "nodes": "Node",
-    "events": "Event",
-    "deployments": "Deployment",
-    "replicasets": "ReplicaSet",
-    "jobs": "Job",
-}
 READ = ["get", "list", "watch"]
 UPDATE = ["get", "list", "patch", "update", "watch"]
 
@@ -39,9 +31,9 @@ UPDATE = ["get", "list", "patch", "update", "watch"]
 def _resource(name: str, namespaced: bool, verbs: list[str], short: list[str], **extra: Any) -> Obj:
     return {
         "name": name,
-        "singularName": KIND[name].lower(),
+        "singularName": KIND_OF[name].lower(),
         "namespaced": namespaced,
-        "kind": KIND[name],
+        "kind": KIND_OF[name],
         "verbs": verbs,
         "shortNames": short,
         **extra,
