@@ -41,7 +41,9 @@ from handoff.live import queries, store
 from handoff.live.push import Publisher, messages
 
 log = logging.getLogger(__name__)
-# Verdicts that can change with nothing but the passing of time.
+# Verdicts that can change with nothing but the passing of time. So can any verdict of
+# a pod whose deletion has been asked and not finished: past its grace period it becomes
+# stuck-terminating (``terminating``).
 TIME_BASED = frozenset({v.AWAITING_KUBELET, v.STARTING})
 SNAPSHOT_VERSION = 2
 NODE_BLIND = "node:"  # key prefix in Folder.blind for nodes (pods are keyed by uid)
@@ -153,7 +155,12 @@ class Folder:
         written = self.load()
         if written is not None and self._store_matches(written):
             self.written = written
-            self.timed = {uid for uid, (verdict, _, _) in written.items() if verdict in TIME_BASED}
+            self.timed = {
+                uid
+                for uid, (verdict, _, _) in written.items()
+                if verdict in TIME_BASED
+                or (verdict != v.STUCK_TERMINATING and terminating(self.timeline.pods.get(uid)))
+            }
             self.deletions = [
                 (pod.milestones[DELETED], uid)
                 for uid, pod in self.timeline.pods.items()
@@ -354,7 +361,7 @@ class Folder:
             if pod is not None and not uid.startswith("name:"):
                 view = self.view(pod, now)
                 views[uid] = (view, pod.last_change)
-                self._track(uid, view["verdict"], pod.milestones[DELETED])
+                self._track(uid, view["verdict"], pod)
             elif pod is None and uid in self.written:
                 removed.append(uid)  # merged into another pod since it was written
         self.dirty = set()
@@ -407,12 +414,13 @@ class Folder:
 
     # ------------------------------------------------------ time and size
 
-    def _track(self, uid: str, verdict: str, deleted: float | None) -> None:
+    def _track(self, uid: str, verdict: str, pod: PodState) -> None:
         """Note what sweep and retain will look at, so neither walks every pod."""
-        if verdict in TIME_BASED:
+        if verdict in TIME_BASED or (verdict != v.STUCK_TERMINATING and terminating(pod)):
             self.timed.add(uid)
         else:
             self.timed.discard(uid)
+        deleted = pod.milestones[DELETED]
         if deleted is not None:
             heapq.heappush(self.deletions, (deleted, uid))
 
@@ -570,3 +578,10 @@ def _event(raw: bytes) -> WatchEvent | None:
     if at is None:
         return None
     return WatchEvent(line.observed, line.type, line.object, line.cluster, 0, at, raw)
+
+
+def terminating(pod: PodState | None) -> bool:
+    """A deletion asked and not finished: the verdict turns stuck-terminating with time."""
+    return (
+        pod is not None and pod.deletion_requested is not None and pod.milestones[DELETED] is None
+    )
