@@ -23,6 +23,9 @@ class Context:
     podgc_from: str = ""
     podgc_to: str = ""
     node_lost_at: str = ""
+    acked: bool = False  # a kubelet had the pod
+    finalizers: tuple[str, ...] = ()
+    deletion_deadline: str = ""
 
 
 RECREATE = (
@@ -44,6 +47,14 @@ def explain(verdict: str, reason: str | None, ctx: Context) -> str:
 
 
 def _unscheduled(reason: str, ctx: Context) -> str:
+    if reason == "SchedulingGated":
+        return (
+            "The pod has spec.schedulingGates (beta 1.27, GA 1.30): the scheduler does not"
+            " look at it until every gate is removed, by whoever added it (Kueue, a batch"
+            " queue or another admission controller). Check `kubectl get pod -o"
+            " jsonpath='{.spec.schedulingGates}'` and that controller's queue; capacity and"
+            " affinity do not matter yet."
+        )
     if reason:
         detail = f" The scheduler says: {ctx.message}" if ctx.message else ""
         return (
@@ -134,6 +145,21 @@ def _rejected(reason: str, ctx: Context) -> str:
 
 
 def _podgc(reason: str, ctx: Context) -> str:
+    if reason == "DeletionByGCPControllerManager" or (reason == "orphaned" and ctx.acked):
+        who = (
+            "On GKE, gcp-controller-manager (PodGC's counterpart there)"
+            if reason != "orphaned"
+            else "The PodGC controller"
+        )
+        return (
+            f"{who} force-deleted this pod because its node {ctx.node!r} was deleted while the"
+            " pod was on it: a node removed by the cluster autoscaler, a spot/preemptible"
+            " reclaim, an upgrade or `kubectl delete node`. The pod itself was fine; a"
+            " controller recreates it elsewhere, a bare pod is gone. Check why the node went"
+            " (`kubectl get events --field-selector involvedObject.kind=Node`, the cloud"
+            " provider's activity log) and give workloads that must survive it a"
+            " PodDisruptionBudget and more than one replica."
+        )
     if reason == "orphaned":
         return (
             f"The PodGC controller force-deleted this pod because its node {ctx.node!r} does not"
@@ -159,6 +185,21 @@ def _evicted(reason: str, ctx: Context) -> str:
             " Free the resource on the node or set requests/limits so the pod is not first in"
             " line; a controller recreates evicted pods elsewhere."
         )
+    if reason in ("Terminated", "Shutdown"):
+        return (
+            f"Node {ctx.node} shut down (graceful node shutdown: a spot reclaim, a maintenance"
+            " event or a reboot), and its kubelet terminated the pod first. Nothing is wrong"
+            ' with the pod; a controller recreates it elsewhere. The reason is "Shutdown" on'
+            ' 1.20 and "Terminated" from 1.21; from 1.26 a DisruptionTarget'
+            " TerminationByKubelet comes with it."
+        )
+    if reason == "Preempting":
+        return (
+            f"The kubelet on {ctx.node} stopped this pod to make room for a critical pod"
+            " (system-node-critical or system-cluster-critical) it had to admit. Give the node"
+            " room for its critical pods, or this pod a PriorityClass; a controller recreates"
+            " it elsewhere."
+        )
     if reason == "EvictionByEvictionAPI":
         return "Evicted through the eviction API (a drain or an autoscaler)."
     if reason.startswith("Preemption"):
@@ -174,6 +215,46 @@ def _node_lost(reason: str, ctx: Context) -> str:
         " pods are evicted after their tolerationSeconds (300 s by default) and a controller"
         f" creates replacements elsewhere, while a bare pod is lost. Check `kubectl describe node"
         f" {ctx.node}` and the machine itself."
+    )
+
+
+def _stuck_terminating(reason: str, ctx: Context) -> str:
+    by = f" (its grace period ended at {ctx.deletion_deadline})" if ctx.deletion_deadline else ""
+    head = f"The pod was deleted but is still there long after its grace period{by}. "
+    node = ctx.node or "its node"
+    if reason in ("node-missing", "node-not-ready"):
+        where = "no longer exists" if reason == "node-missing" else "is NotReady/unreachable"
+        return head + (
+            f"Node {node} {where}, so no kubelet can confirm the containers stopped, and the"
+            " API server keeps the pod until one does. `kubectl delete pod --grace-period=0"
+            " --force` is safe once you know the machine is off (or gone): check it first. For a"
+            " StatefulSet pod on a node that is only cut off, forcing it can run two pods with"
+            " one identity; instead shut the machine down and add the taint"
+            " node.kubernetes.io/out-of-service=nodeshutdown:NoExecute (GA 1.28), or delete the"
+            " Node object, and Kubernetes cleans up by itself."
+        )
+    if reason == "finalizers":
+        names = ", ".join(ctx.finalizers) or "see metadata.finalizers"
+        return head + (
+            f"The kubelet is done with it, but finalizers hold it: {names}. The controller that"
+            " owns each finalizer removes it when its cleanup is done: check that controller"
+            " (a missing CRD controller or operator is the usual cause). `--force` does not"
+            " help: finalizers outlive a forced delete. Patch them out (`kubectl patch pod"
+            ' <pod> -p \'{"metadata":{"finalizers":null}}\'`) only if that controller is gone'
+            " for good and its cleanup does not matter."
+        )
+    if reason == "kubelet-silent":
+        return head + (
+            f"The kubelet on {node} has said nothing about it since the deletion, while the"
+            f" node looks Ready: it may be hung. Check `kubectl describe node {node}` and the"
+            " kubelet's log (journalctl -u kubelet). Do not `--force` yet: the containers may"
+            " still run on the node, and a forced delete only forgets them."
+        )
+    return head + (
+        f"The kubelet on {node} is still stopping it: a preStop hook or a container ignoring"
+        " SIGTERM, a volume that will not unmount or detach, or the runtime hanging. See the"
+        " pod's events and the kubelet's log; `--force` is safe only once the containers are"
+        " gone from the node (crictl ps)."
     )
 
 
@@ -227,6 +308,7 @@ _HANDLERS = {
     v.UNSCHEDULED: _unscheduled,
     v.AWAITING_KUBELET: _awaiting,
     v.STUCK: _stuck,
+    v.STUCK_TERMINATING: _stuck_terminating,
     v.REJECTED: _rejected,
     v.PODGC_DELETED: _podgc,
     v.EVICTED: _evicted,

@@ -264,8 +264,10 @@ def read_status(status: Status | None) -> StatusFacts:
             if not true:
                 unschedulable = cond.reason or "Unschedulable"
                 unschedulable_message = cond.message or ""
-        elif kind == "DisruptionTarget" and true:
-            disruption = (cond.reason or "", cond.message or "")
+        elif kind == "DisruptionTarget":
+            # False again: the disruption controller's stale-condition reset, 2 min after
+            # an eviction or preemption that never went ahead (1.26+, disruption.go).
+            disruption = (cond.reason or "", cond.message or "") if true else ("", "")
     containers = status.containerStatuses
     facts = StatusFacts(
         status.phase or "",
@@ -348,12 +350,24 @@ def condition(status: Status | None, kind: str) -> Condition | None:
 
 
 def is_rejection(reason: str, message: str) -> bool:
-    """Whether a Failed status is the kubelet refusing the pod at admission."""
-    return message.startswith(v.REJECTION_PREFIX) or v.is_admission_reason(reason)
+    """Whether a Failed status is the kubelet refusing the pod at admission: the 1.26+
+    prefix, an admission reason, or the eviction manager's admission refusal (reason
+    ``Evicted`` on every version, kubelet eviction_manager.go Admit)."""
+    if message.startswith(v.REJECTION_PREFIX) or v.is_admission_reason(reason):
+        return True
+    return reason == "Evicted" and strip_rejection(message).startswith(v.ADMISSION_EVICTION)
 
 
 def strip_rejection(message: str) -> str:
-    return message[len(v.REJECTION_PREFIX) :] if message.startswith(v.REJECTION_PREFIX) else message
+    """The kubelet's own words: without "Pod was rejected: " (1.26+) or "Pod " (≤1.25)."""
+    if message.startswith(v.REJECTION_PREFIX):
+        return message[len(v.REJECTION_PREFIX) :]
+    legacy = len(v.LEGACY_REJECTION_PREFIX)
+    # "Pod Predicate X failed", "Pod Node didn't have enough resource: ..."; not the
+    # node-shutdown text "Pod was rejected as the node is shutting down."
+    if message.startswith(v.LEGACY_REJECTION_PREFIX) and message[legacy : legacy + 1].isupper():
+        return message[legacy:]
+    return message
 
 
 def assigned_node(message: str) -> str:

@@ -19,6 +19,7 @@ from handoff.core.podstate import (
     FIRST_SCHEDULED_COND,
     FIRST_SEEN_FRESH,
     HAS_OBJECT,
+    NEVER_READY,
     NO_EXTRA,
     REJECTED,
     RUNNING,
@@ -45,6 +46,15 @@ PODGC_MESSAGES = {
     "PodGC: node is out-of-service": "out-of-service",
     "PodGC: terminating pod on out-of-service node": "out-of-service",
 }
+# GKE's gcp-controller-manager force-deletes the pods of deleted nodes itself, PodGC's
+# way (cloud-provider-gcp, outside the Kubernetes tree; GKE 1.26+ with DisruptionTarget).
+GCP_NODE_GC = "DeletionByGCPControllerManager"
+# The kubelet's own reasons for ending a pod it was running (pod status.reason):
+# node-pressure eviction (eviction_manager.go, every version), graceful node shutdown
+# ("Shutdown" 1.20, "Terminated" 1.21+: nodeshutdown_manager_linux.go) and making room
+# for a critical pod (preemption.go). From 1.26 a DisruptionTarget TerminationByKubelet
+# comes with them; before, the reason is all there is.
+KUBELET_TERMINATIONS = frozenset({"Evicted", "Terminated", "Shutdown", "Preempting"})
 PODGC_PERIOD = 20.0
 PODGC_QUARANTINE = 40.0
 
@@ -81,6 +91,10 @@ class Judging:
         m = pod.milestones
         x = pod.extra or NO_EXTRA  # the rare facts, read directly: judged for every pod
         exists = self.node_exists(pod.node, m[DELETED]) if pod.node else None
+        deadline = x.deletion_deadline
+        if deadline is not None and m[DELETED] is None and now > deadline + stuck_after:
+            why = self._terminating_reason(pod, x, exists)
+            return Judgement(v.STUCK_TERMINATING, why, exists)
         cause = self._deletion_cause(pod, x, exists)
         if cause is not None:
             return Judgement(cause[0], cause[1], exists)
@@ -131,8 +145,14 @@ class Judging:
         disruption = x.disruption or ("", "")
         if disruption[0] == "DeletionByPodGC":
             return v.PODGC_DELETED, PODGC_MESSAGES.get(disruption[1], disruption[0])
-        if pod.phase == "Failed" and pod.status_reason == "Evicted" and x.rejection is None:
-            return v.EVICTED, "Evicted"  # the kubelet's own word beats TerminationByKubelet
+        if disruption[0] == GCP_NODE_GC:
+            return v.PODGC_DELETED, GCP_NODE_GC
+        if (
+            pod.phase == "Failed"
+            and pod.status_reason in KUBELET_TERMINATIONS
+            and x.rejection is None
+        ):  # the kubelet's own word beats TerminationByKubelet
+            return v.EVICTED, pod.status_reason
         if disruption[0] in EVICTION_DISRUPTIONS:
             return v.EVICTED, disruption[0]
         if x.taint_eviction is not None:
@@ -142,6 +162,20 @@ class Judging:
         if m[DELETED] is not None and pod.node and exists is False and m[ACK] is None:
             return v.PODGC_DELETED, "orphaned"
         return None
+
+    def _terminating_reason(self, pod: PodState, x: PodExtra, exists: bool | None) -> str:
+        """Why a deletion has not finished, as far as the streams tell."""
+        if exists is False:
+            return "node-missing"
+        node = self.nodes.get(pod.node) if pod.node else None
+        if node is not None and node.down and node.down[-1][1] is None:
+            return "node-not-ready"
+        if x.finalizers and (not pod.node or pod.milestones[FINISHED] is not None):
+            return "finalizers"  # the kubelet is done (or never had it): they hold it
+        requested = pod.deletion_requested
+        if pod.node and requested is not None and pod.last_change <= requested:
+            return "kubelet-silent"  # nothing from the kubelet since the request
+        return "finalizers" if x.finalizers else "terminating"
 
     def _node_lost_at(self, pod: PodState, x: PodExtra, now: float) -> float | None:
         m = pod.milestones
@@ -154,8 +188,8 @@ class Judging:
         candidates = [x.node_not_ready] if x.node_not_ready is not None else []
         node = self.nodes.get(pod.node)
         if node is not None:
-            for start, stop, _why in node.down:
-                if start <= end and (stop is None or stop >= bound):
+            for start, stop, why in node.down:
+                if why != NEVER_READY and start <= end and (stop is None or stop >= bound):
                     candidates.append(max(start, bound))
         return min(candidates) if candidates else None
 

@@ -8,7 +8,7 @@ Plain data with no knowledge of the watch: ``timeline`` writes it, ``judge`` rea
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from sys import intern
 from typing import Any
@@ -24,7 +24,7 @@ from handoff.core.facts import (
     taint_view,
     timestamp,
 )
-from handoff.core.schema import KubeObject, Status
+from handoff.core.schema import Condition, KubeObject, ObjectMeta, Status
 
 # Milestone slots: indexes into verdicts.MILESTONES, the one index of them (a list per
 # pod is far smaller than a dict).
@@ -49,6 +49,7 @@ MAX_CHANGES = 64
 CHANGE_FIELDS = 5  # observed, bits, phase, status reason, waiting: see PodState.changes
 
 NODE_DOWN_TAINTS = frozenset({"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"})
+BOUND_BIT = 1 << BOUND
 DELETING_BIT = v.DELETING_BIT
 DISRUPTION_BIT = v.DISRUPTION_BIT
 
@@ -94,6 +95,10 @@ class PodExtra(msgspec.Struct, gc=False):
     taint_eviction: tuple[float, str] | None = None
     node_not_ready: float | None = None
     event_waiting: str = ""
+    # deletionTimestamp (request time + grace: registry/core/pod/strategy.go
+    # CheckGracefulDelete) and the finalizers the deletion waits on.
+    deletion_deadline: float | None = None
+    finalizers: tuple[str, ...] = ()
 
 
 NO_EXTRA = PodExtra()  # what a pod without extra facts reads; never written
@@ -183,6 +188,8 @@ class PodState(msgspec.Struct, gc=False):
     taint_eviction = _rare("taint_eviction")
     node_not_ready = _rare("node_not_ready")
     event_waiting = _rare("event_waiting")
+    deletion_deadline = _rare("deletion_deadline")
+    finalizers = _rare("finalizers")
 
     @property
     def key(self) -> str:
@@ -324,6 +331,47 @@ def merge_events(pod: PodState, placeholder: PodState) -> None:
     pod.node = pod.node or placeholder.node
 
 
+def first_sight(
+    pod: PodState,
+    observed: float,
+    meta: ObjectMeta,
+    node: str,
+    facts: StatusFacts,
+) -> bool:
+    """The Pod object seen for the first time: what it shows of its binding and its
+    kind; whether it is a mirror (static) pod."""
+    flags = pod.flags | HAS_OBJECT
+    if node:
+        flags |= FIRST_BOUND
+    if facts.scheduled != "":
+        flags |= FIRST_SCHEDULED_COND
+    if not facts.kubelet_wrote:
+        flags |= FIRST_FRESH
+    pod.mark(CREATED, observed, timestamp(meta.creationTimestamp))
+    ack = pod.milestones[ACK]
+    if ack is not None:  # its kubelet's events came first (R2, S2): it existed by then
+        pod.put(CREATED, ack, bool(pod.coarse & (1 << ACK)))
+    if meta.ownerReferences:
+        owner = meta.ownerReferences[0]
+        pod.owner = (intern(owner.kind), intern(owner.name))
+    notes = meta.annotations
+    static = (notes is not None and (notes.mirror is not None or notes.source == "file")) or (
+        pod.owner is not None and pod.owner[0] == "Node"
+    )
+    pod.flags = flags | STATIC if static else flags
+    return static
+
+
+def note_deletion(pod: PodState, observed: float, meta: ObjectMeta) -> None:
+    """A Pod update with a deletionTimestamp: when it was asked, by when the grace
+    period ends (the kubelet's final grace-0 delete moves it back to the request,
+    apiserver rest/delete.go BeforeDelete) and what it waits on."""
+    if pod.deletion_requested is None:
+        pod.deletion_requested = observed
+    pod.deletion_deadline = timestamp(meta.deletionTimestamp)
+    pod.finalizers = tuple(meta.finalizers or ())
+
+
 def mark_bound(pod: PodState, observed: float, facts: StatusFacts) -> None:
     """A nodeName first seen: when the pod was bound, from the best evidence there is."""
     if facts.scheduled == "True":
@@ -334,6 +382,9 @@ def mark_bound(pod: PodState, observed: float, facts: StatusFacts) -> None:
         pod.put(BOUND, pod.milestones[CREATED], bool(pod.coarse & (1 << CREATED)))
     else:
         pod.mark(BOUND, observed, facts.start)
+    ack = pod.milestones[ACK]
+    if ack is not None:  # a kubelet that has the pod proves it bound by then
+        pod.put(BOUND, ack, bool(pod.coarse & (1 << ACK)))
 
 
 def note_event_waiting(pod: PodState, facts: EventFacts) -> None:
@@ -367,6 +418,59 @@ def fold_node_status(node: NodeState, observed: float, obj: KubeObject) -> None:
         if since is None and down_taint is not None:
             since = timestamp(down_taint["timeAdded"])
         why = f"Ready={node.ready}" if ready else down_taint["key"]
+        if _never_ready(ready, obj):
+            why = NEVER_READY
         open_down(node, seen_at(observed, since), why)
     elif ready is not None:
         close_down(node, seen_at(observed, timestamp(ready.lastTransitionTime)))
+
+
+# A node still registering: the kubelet posts Ready=False ("container runtime network not
+# ready ... cni plugin not initialized") until its CNI is up, and node-controller taints it
+# not-ready:NoSchedule; DaemonSet and tolerate-all pods are bound in that window
+# (kubelet_node_status.go initialNode, nodestatus/setters.go ReadyCondition; every version).
+NEVER_READY = "never Ready"
+BOOTSTRAP_WINDOW = 60.0  # s between registration and a Ready transition still "registering"
+
+
+def _never_ready(ready: Condition | None, obj: KubeObject) -> bool:
+    """Whether a down Node has not been Ready since it registered: no Ready condition
+    yet, or one whose last transition is its registration."""
+    if ready is None:
+        return True
+    created = timestamp(obj.metadata.creationTimestamp) if obj.metadata else None
+    since = timestamp(ready.lastTransitionTime)
+    return created is not None and since is not None and since - created <= BOOTSTRAP_WINDOW
+
+
+def fold_node_event(node: NodeState, observed: float, facts: EventFacts) -> None:
+    """A NodeNotReady/NodeReady event (node-controller's, or the kubelet's own): it stands
+    in for the Node only while its object is not watched, since a relist replays an hour
+    of old ones after the Node's current state (R4)."""
+    if node.ready:
+        return
+    when = seen_at(observed, facts.first)
+    if facts.reason == "NodeReady":
+        close_down(node, when)
+    else:
+        open_down(node, when, "NodeNotReady event")
+
+
+def namesake_at(newest: PodState, facts: EventFacts, pods: Iterable[PodState]) -> PodState | None:
+    """The pod an Event named by namespace/name only regards (``TaintManagerEviction``
+    has no uid: taint_manager.go emitPodDeletionEvent): the one of that name that existed
+    when it happened, not a successor created after it (a StatefulSet's ``web-0``); None
+    when that pod is no longer known."""
+    when = facts.last if facts.last is not None else facts.first
+    created = newest.milestones[CREATED]
+    if when is None or created is None or when + 1.0 >= created:
+        return newest
+    earlier = [
+        pod
+        for pod in pods
+        if pod.name == newest.name
+        and pod.namespace == newest.namespace
+        and pod.milestones[CREATED] is not None
+        and pod.milestones[CREATED] <= when + 1.0
+    ]
+    return max(earlier, key=lambda pod: pod.milestones[CREATED] or 0.0) if earlier else None

@@ -59,6 +59,7 @@ class ObjectMeta(msgspec.Struct, gc=False):
     resourceVersion: str = ""
     creationTimestamp: str | None = None
     deletionTimestamp: str | None = None
+    finalizers: list[str] | None = None
     annotations: Annotations | None = None
     ownerReferences: list[OwnerReference] | None = None
 

@@ -27,15 +27,12 @@ from handoff.core import verdicts as v
 from handoff.core.facts import (
     KUBELET,
     EventFacts,
-    StatusFacts,
     assigned_node,
     is_rejection,
     read_event,
     read_status,
     rv_number,
-    seen_at,
     strip_rejection,
-    timestamp,
 )
 from handoff.core.gcpause import paused_gc
 from handoff.core.judge import Judging
@@ -43,15 +40,12 @@ from handoff.core.podstate import (
     ACK,
     ADMITTED,
     BOUND,
+    BOUND_BIT,
     CHANGE_FIELDS,
-    CREATED,
     DELETED,
     DELETING_BIT,
     DISRUPTION_BIT,
     FINISHED,
-    FIRST_BOUND,
-    FIRST_FRESH,
-    FIRST_SCHEDULED_COND,
     HAS_OBJECT,
     INITIALIZED,
     MAX_CHANGES,
@@ -63,29 +57,33 @@ from handoff.core.podstate import (
     SAW_UNBOUND,
     SCHEDULED_EVENT,
     STARTED,
-    STATIC,
     EventRecord,
     NodeState,
     PodState,
     close_down,
+    first_sight,
+    fold_node_event,
     fold_node_status,
     mark_bound,
     merge_events,
+    namesake_at,
     not_newer,
+    note_deletion,
     note_event_waiting,
-    open_down,
     update_record,
 )
 from handoff.core.schema import (
     Annotations,
     KubeObject,
-    ObjectMeta,
     Status,
     ValidationError,
     to_object,
 )
 from handoff.core.trace import TraceReader, WatchEvent
 
+# "Cancelling deletion of Pod ns/name": the taint went in time, nothing was evicted
+# (taint_manager.go emitCancelPodDeletionEvent, 1.20-1.28; pkg/controller/tainteviction 1.29+).
+CANCELLED = "Cancelling"
 ROUTINE_REASONS = frozenset(
     {"Pulling", "Pulled", "Created", "Started", "Killing", "BackOff", "SandboxChanged"}
 )
@@ -188,10 +186,12 @@ class Timeline(Judging):
             facts = read_status(status if status.__class__ is Status else None)
             first = not pod.flags & HAS_OBJECT
             if first:
-                self._first_sight(pod, observed, meta, node, facts)
+                notes = meta.annotations
+                if first_sight(pod, observed, meta, node, facts) and notes is not None:
+                    self._alias_static(pod, notes)
             if not node:
                 pod.flags |= SAW_UNBOUND
-            elif not pod.node:
+            elif not pod.reached & BOUND_BIT:  # not ``pod.node``: an event may have set it
                 mark_bound(pod, observed, facts)
             # Share strings that repeat across pods; skip the lookup when nothing changed.
             if node and node != pod.node:
@@ -208,13 +208,13 @@ class Timeline(Judging):
                 extra.status_message = facts.message
             elif facts.message:
                 pod.status_message = facts.message
-            if meta.deletionTimestamp and pod.deletion_requested is None:
-                pod.deletion_requested = observed
+            if meta.deletionTimestamp:
+                note_deletion(pod, observed, meta)
             if facts.unschedulable:
                 pod.unschedulable = facts.unschedulable
                 pod.unschedulable_message = facts.unschedulable_message
-            if facts.disruption is not None:
-                pod.disruption = facts.disruption
+            if facts.disruption is not None:  # ("", "") once it is False again (P8)
+                pod.disruption = facts.disruption if facts.disruption[0] else None
             if facts.waiting != pod.waiting:
                 pod.waiting = intern(facts.waiting)
             if facts.terminated:
@@ -284,33 +284,6 @@ class Timeline(Judging):
         self.by_name[key] = uid
         return pod
 
-    def _first_sight(
-        self,
-        pod: PodState,
-        observed: float,
-        meta: ObjectMeta,
-        node: str,
-        facts: StatusFacts,
-    ) -> None:
-        flags = pod.flags | HAS_OBJECT
-        if node:
-            flags |= FIRST_BOUND
-        if facts.scheduled != "":
-            flags |= FIRST_SCHEDULED_COND
-        if not facts.kubelet_wrote:
-            flags |= FIRST_FRESH
-        pod.mark(CREATED, observed, timestamp(meta.creationTimestamp))
-        if meta.ownerReferences:
-            owner = meta.ownerReferences[0]
-            pod.owner = (intern(owner.kind), intern(owner.name))
-        notes = meta.annotations
-        static = (notes is not None and (notes.mirror is not None or notes.source == "file")) or (
-            pod.owner is not None and pod.owner[0] == "Node"
-        )
-        pod.flags = flags | STATIC if static else flags
-        if static and notes is not None:
-            self._alias_static(pod, notes)
-
     def _alias_static(self, pod: PodState, notes: Annotations) -> None:
         for alias in (notes.mirror, notes.hash):
             if alias and alias != pod.uid:
@@ -342,6 +315,8 @@ class Timeline(Judging):
                 pod = self._pod_for_event(facts)
         else:
             pod = self._pod_for_event(facts)
+            if pod is None:
+                return None
         key = crc32(facts.key.encode())  # event_key(), inlined
         events = pod.events
         for record in events:
@@ -385,7 +360,7 @@ class Timeline(Judging):
         elif reason == "FailedScheduling":
             pod.unschedulable = pod.unschedulable or "Unschedulable"
             pod.unschedulable_message = facts.message
-        elif reason == "TaintManagerEviction":
+        elif reason == "TaintManagerEviction" and not facts.message.startswith(CANCELLED):
             pod.taint_eviction = (when, facts.message)
         elif reason == "NodeNotReady" and (pod.node_not_ready is None or when < pod.node_not_ready):
             pod.node_not_ready = when
@@ -409,8 +384,9 @@ class Timeline(Judging):
             pod.last_change = observed
         return pod
 
-    def _pod_for_event(self, facts: EventFacts) -> PodState:
-        """The pod an event regards, made when it is not known yet."""
+    def _pod_for_event(self, facts: EventFacts) -> PodState | None:
+        """The pod an event regards, made when it is not known yet; None for an Event
+        without a uid that is older than every pod of its name still known."""
         if facts.uid:
             uid = self.aliases.get(facts.uid, facts.uid)
             pod = self.pods.get(uid)
@@ -422,7 +398,10 @@ class Timeline(Judging):
         key = f"{facts.namespace or 'default'}/{facts.name}"
         uid = self.by_name.get(key)
         if uid is not None:
-            return self.pods[uid]
+            pod = namesake_at(self.pods[uid], facts, self.pods.values())
+            if pod is None:
+                self.skipped["Event about an earlier pod of that name"] += 1
+            return pod
         placeholder = f"name:{key}"
         pod = self.pods.get(placeholder)
         if pod is None:
@@ -454,12 +433,11 @@ class Timeline(Judging):
         fold_node_status(node, observed, obj)
 
     def _apply_node_event(self, observed: float, facts: EventFacts) -> None:
-        if facts.reason != "NodeNotReady":
-            return
-        node = self.nodes.get(facts.name)
-        if node is None:
-            node = self.nodes.setdefault(facts.name, NodeState(facts.name))
-        open_down(node, seen_at(observed, facts.first), "NodeNotReady event")
+        if facts.reason == "NodeNotReady" or facts.reason == "NodeReady":
+            node = self.nodes.get(facts.name)
+            if node is None:
+                node = self.nodes.setdefault(facts.name, NodeState(facts.name))
+            fold_node_event(node, observed, facts)
 
 
 def fold(

@@ -14,6 +14,7 @@ STARTING = "starting"
 RUNNING = "running"
 SUCCEEDED = "succeeded"
 STUCK = "stuck"
+STUCK_TERMINATING = "stuck-terminating"
 REJECTED = "rejected"
 PODGC_DELETED = "podgc-deleted"
 EVICTED = "evicted"
@@ -35,6 +36,13 @@ VERDICTS: dict[str, Verdict] = {
     v.name: v
     for v in (
         Verdict(STUCK, 90, "#d62728", True, "bound but not running for too long"),
+        Verdict(
+            STUCK_TERMINATING,
+            87,
+            "#7e57c2",
+            True,
+            "deleted, still there long after its grace period",
+        ),
         Verdict(PODGC_DELETED, 85, "#8c1c8c", True, "force-deleted by the PodGC controller"),
         Verdict(REJECTED, 80, "#e8590c", True, "refused by kubelet admission"),
         Verdict(NODE_LOST, 75, "#b8860b", True, "its node stopped reporting during the handoff"),
@@ -126,12 +134,25 @@ ADMISSION_REASONS = frozenset(
         "NodeShutdown",
         "SysctlForbidden",
         "UnknownReason",
+        # Newer kubelets (admissionRejectionReasons, pkg/kubelet/kubelet.go): topology
+        # manager (1.18+), sidecar restartPolicy (1.28+), supplemental groups policy
+        # (1.31+), AppArmor as a hard check (1.30+).
+        "TopologyAffinityError",
+        "InitContainerRestartPolicyForbidden",
+        "SupplementalGroupsPolicyNotSupported",
+        "UnexpectedPredicateFailureType",
+        "AppArmor",
+        # 2016-era predicate names, kept for old traces.
         "NodeSelectorMismatching",
         "PodFitsHostPorts",
         "HostPortConflict",
     }
 )
-REJECTION_PREFIX = "Pod was rejected: "
+REJECTION_PREFIX = "Pod was rejected: "  # 1.26+ (PR #112644)
+LEGACY_REJECTION_PREFIX = "Pod "  # 1.25 and earlier: rejectPod's "Pod " + message
+# The eviction manager refusing a pod at admission (eviction_manager.go Admit), as
+# opposed to evicting a running one ("The node was low on resource: ...").
+ADMISSION_EVICTION = "The node had condition:"
 
 
 def is_admission_reason(reason: str | None) -> bool:

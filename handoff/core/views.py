@@ -12,7 +12,7 @@ from handoff.core.durations import durations
 from handoff.core.explain import Context, explain
 from handoff.core.facts import parse_admission_message
 from handoff.core.judge import Judgement
-from handoff.core.podstate import BOUND, CREATED, DELETED, SLOTS, EventRecord, PodState
+from handoff.core.podstate import ACK, BOUND, CREATED, DELETED, SLOTS, EventRecord, PodState
 from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
 
@@ -65,6 +65,9 @@ def pod_view(
         podgc_from=format_time(window[0]) if window else "",
         podgc_to=format_time(window[1]) if window else "",
         node_lost_at=iso(judgement.node_lost_at) or "",
+        acked=m[ACK] is not None,
+        finalizers=pod.finalizers,
+        deletion_deadline=iso(pod.deletion_deadline) or "",
     )
     known = [t for t in m if t is not None]
     return {
@@ -89,18 +92,30 @@ def pod_view(
     }
 
 
+# What proves a pod is past every stage before "running": a stage whose own end never
+# came closes at the first of these. On 1.28 and earlier no PodReadyToStartContainers
+# (PodHasNetwork) condition is written by default (on by default from 1.29, PR #119659),
+# so "sandbox & network" has no end of its own there.
+_MOVED_ON = tuple(SLOTS[name] for name in ("containers_started", "running", "ready", "finished"))
+_BEFORE_RUNNING = tuple(stage.name for stage in v.STAGES).index("running")
 _STAGE_SLOTS = tuple(
-    (stage.name, tuple(SLOTS[s] for s in stage.starts), tuple(SLOTS[e] for e in stage.ends))
-    for stage in v.STAGES
+    (
+        stage.name,
+        tuple(SLOTS[s] for s in stage.starts),
+        tuple(SLOTS[e] for e in stage.ends),
+        _MOVED_ON if position < _BEFORE_RUNNING else (),
+    )
+    for position, stage in enumerate(v.STAGES)
 )
 
 
 def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any]]:
-    """The stage bars between milestones; the current one is open and ends at ``now``."""
+    """The stage bars between milestones; the current one is open and ends at ``now``.
+    A stage before "running" whose end never came closes once the pod is past it."""
     deleted = milestones[DELETED]
     horizon = deleted if deleted is not None else now
     bars = []
-    for name, starts, ends in _STAGE_SLOTS:
+    for name, starts, ends, moved_on in _STAGE_SLOTS:
         start = None
         for index in starts:
             if milestones[index] is not None:
@@ -113,6 +128,10 @@ def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any
             t = milestones[index]
             if t is not None and t >= start and (end is None or t < end):
                 end = t
+        if end is None and moved_on:
+            end = _first(milestones, moved_on)
+            if end is not None and end < start:  # a coarse second: the stage took none
+                end = start
         bars.append(
             {
                 "name": name,
@@ -122,6 +141,16 @@ def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any
             }
         )
     return bars
+
+
+def _first(milestones: Sequence[float | None], slots: tuple[int, ...]) -> float | None:
+    """The earliest of these milestones reached, if any."""
+    found = None
+    for index in slots:
+        t = milestones[index]
+        if t is not None and (found is None or t < found):
+            found = t
+    return found
 
 
 def _sorted_events(pod: PodState) -> list[EventRecord]:

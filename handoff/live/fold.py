@@ -39,7 +39,9 @@ from handoff.live.push import Publisher, messages
 from handoff.live.snapshots import Snapshots, read_snapshot
 
 log = logging.getLogger(__name__)
-# Verdicts that can change with nothing but the passing of time.
+# Verdicts that can change with nothing but the passing of time. So can any verdict of
+# a pod whose deletion has been asked and not finished: past its grace period it becomes
+# stuck-terminating (``terminating``).
 TIME_BASED = frozenset({v.AWAITING_KUBELET, v.STARTING})
 NODE_BLIND = "node:"  # key prefix in Folder.blind for nodes (pods are keyed by uid)
 # Seconds between rebuilds of every node's summary (the nodes page's data) while the
@@ -112,7 +114,12 @@ class Folder(Snapshots):
         written = self.load()
         if written is not None and self._store_matches(written):
             self.written = written
-            self.timed = {uid for uid, (verdict, _, _) in written.items() if verdict in TIME_BASED}
+            self.timed = {
+                uid
+                for uid, (verdict, _, _) in written.items()
+                if verdict in TIME_BASED
+                or (verdict != v.STUCK_TERMINATING and terminating(self.timeline.pods.get(uid)))
+            }
             self.deletions = [
                 (pod.milestones[DELETED], uid)
                 for uid, pod in self.timeline.pods.items()
@@ -309,7 +316,7 @@ class Folder(Snapshots):
             if pod is not None and not uid.startswith("name:"):
                 view = self.view(pod, now)
                 views[uid] = (view, encode_view(view))
-                self._track(uid, view["verdict"], pod.milestones[DELETED])
+                self._track(uid, view["verdict"], pod)
             elif pod is None and uid in self.written:
                 removed.append(uid)  # merged into another pod since it was written
         self.dirty = set()
@@ -362,12 +369,13 @@ class Folder(Snapshots):
 
     # ------------------------------------------------------ time and size
 
-    def _track(self, uid: str, verdict: str, deleted: float | None) -> None:
+    def _track(self, uid: str, verdict: str, pod: PodState) -> None:
         """Note what sweep and retain will look at, so neither walks every pod."""
-        if verdict in TIME_BASED:
+        if verdict in TIME_BASED or (verdict != v.STUCK_TERMINATING and terminating(pod)):
             self.timed.add(uid)
         else:
             self.timed.discard(uid)
+        deleted = pod.milestones[DELETED]
         if deleted is not None:
             heapq.heappush(self.deletions, (deleted, uid))
 
@@ -432,3 +440,10 @@ def _event(raw: bytes) -> WatchEvent | None:
     if at is None:
         return None
     return WatchEvent(line.observed, line.type, line.object, line.cluster, 0, at, raw)
+
+
+def terminating(pod: PodState | None) -> bool:
+    """A deletion asked and not finished: the verdict turns stuck-terminating with time."""
+    return (
+        pod is not None and pod.deletion_requested is not None and pod.milestones[DELETED] is None
+    )

@@ -62,6 +62,7 @@ def test_every_verdict_and_binding_is_covered():
 
     assert verdicts == {
         "unscheduled", "awaiting-kubelet", "starting", "running", "succeeded", "stuck",
-        "rejected", "podgc-deleted", "evicted", "node-lost", "failed", "deleted",
+        "stuck-terminating", "rejected", "podgc-deleted", "evicted", "node-lost", "failed",
+        "deleted",
     }  # fmt: skip
     assert bindings >= {"scheduler", "manual", "static", "unknown"}

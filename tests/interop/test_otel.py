@@ -54,6 +54,19 @@ def test_it_makes_a_trace_per_pod_with_a_span_per_stage():
     assert otlp.pod_spans("prod", view) == spans  # the same pod is the same trace
 
 
+def test_a_stuck_deletion_is_an_error_span_with_its_remedy():
+    views = _views("stuck-terminating.jsonl")
+    stuck = [v for v in views if v["verdict"] == "stuck-terminating"]
+    assert len(stuck) == 3
+
+    for view in stuck:
+        root = otlp.pod_spans("prod", view)[0]
+        attributes = {a["key"]: a["value"] for a in root["attributes"]}
+        assert attributes["handoff.verdict"] == {"stringValue": "stuck-terminating"}
+        assert attributes["handoff.reason"] == {"stringValue": view["reason"]}
+        assert root["status"] == {"code": otlp.STATUS_ERROR, "message": view["explanation"]}
+
+
 class _Collector(BaseHTTPRequestHandler):
     received: list[tuple[str, str, bytes]] = []
 

@@ -307,3 +307,29 @@ def test_a_pod_merged_into_another_loses_its_stored_view_at_once(redis_client, t
     offline = {uid for uid in timeline.pods if not uid.startswith("name:")}
     assert set(queries.pod_views(redis_client, "c")) == offline
     assert not hashes & set(folder.written)
+
+
+def test_the_sweep_turns_an_unfinished_deletion_stuck_terminating_without_an_event(
+    redis_client, tmp_path
+):
+    """api-0 is deleted by the taint-eviction controller at 360 s with grace 30 on a lost
+    node: ``evicted`` when the cut trace ends (360 s); past 390 s + stuck_after, with no
+    new event, the sweep
+    must make it ``stuck-terminating`` (and the verdict index, which /metrics counts)."""
+    lines = (TRACES / "stuck-terminating.jsonl").read_bytes().splitlines()
+    until = b'"observed":"2026-03-01T09:06:40'  # 400 s
+    kept = [line for line in lines if b'"observed"' not in line or line[:45] < b"{" + until]
+    (tmp_path / "cut.jsonl").write_bytes(b"\n".join(kept) + b"\n")
+    replay(redis_client, "c", tmp_path / "cut.jsonl")
+    folder = fold_all(redis_client, "c")
+    api = next(uid for uid, pod in folder.timeline.pods.items() if pod.name == "api-0")
+    assert folder.written[api][0] == "evicted"
+    assert api in folder.timed
+
+    folder.timeline.last_observed += 30 + folder.settings.stuck_after + 10  # to 460 s
+    folder.sweep()
+
+    assert folder.written[api][0] == "stuck-terminating"
+    assert store.pod_views(redis_client, "c")[api]["reason"] == "node-not-ready"
+    assert api not in folder.timed
+    assert redis_client.zcard(store.index_key("c", "verdict", "stuck-terminating")) == 3
