@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from handoff.live import queries
+from handoff.live import queries, store
 from handoff.live.fold import Folder, FoldSettings
 from handoff.sim import Options, find_scenario, run
 from tests.webui.detail.tracedata import TRACES, fold_into_redis
@@ -76,7 +76,7 @@ def test_retention_and_a_crash_restore_keep_the_counts_right(redis_client, scale
     after = _same(redis_client, "kept")
     assert sum(r["pods"] for r in after["nodes"]) < sum(r["pods"] for r in before["nodes"])
     # A successor without a usable snapshot clears the indexes and rewrites every view.
-    redis_client.hset(f"handoff:{{kept}}:fold", "cursor", "1-0")
+    redis_client.hset(store.fold_key("kept"), "cursor", "1-0")
     successor = Folder(redis_client, "kept", FoldSettings(block_ms=1))
     successor.restore()
     successor.flush()
