@@ -217,8 +217,9 @@ LOGGING = {
     },
 }
 
-# Live ingestion (handoff/tasks.py, handoff/ingest.py, handoff/sources/): watch windows,
-# leases, the fold's coalescing and retention. docs/configuration.md lists them.
+# Live ingestion (handoff/tasks.py, handoff/live/): watch windows, leases, the fold's
+# coalescing and retention, read by handoff/conf.py and handed to handoff/live.
+# docs/configuration.md lists them.
 HANDOFF_WATCH_WINDOW = envint("HANDOFF_WATCH_WINDOW", "300")
 HANDOFF_WATCH_SERVER_TIMEOUT = envint("HANDOFF_WATCH_SERVER_TIMEOUT", "240")
 HANDOFF_WATCH_READ_TIMEOUT = envint("HANDOFF_WATCH_READ_TIMEOUT", "90")

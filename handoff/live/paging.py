@@ -49,6 +49,9 @@ class PodFilter:
             raise QueryError(f"binding must be one of {', '.join(v.BINDINGS)}")
         if len(self.q) > MAX_Q:
             raise QueryError(f"q is longer than {MAX_Q} characters")
+        if not self.q.isprintable():
+            # Names are printable; dropping the rest would silently widen the search.
+            raise QueryError("q must be printable text (no control characters)")
 
     def ordered_verdicts(self) -> tuple[str, ...]:
         wanted = set(self.verdicts)

@@ -163,6 +163,33 @@ def fold_nodes(client: redis.Redis, cluster: str) -> dict[str, Any]:
     }
 
 
+def handed(client: redis.Redis, cluster: str) -> dict[str, dict[str, int]]:
+    """node -> verdict -> pods of that verdict handed to the node, as the fold keeps them
+    (``store.node_verdicts_key``): one read sized by nodes, not by pods."""
+    out: dict[str, dict[str, int]] = {}
+    for field, raw in client.hgetall(store.node_verdicts_key(cluster)).items():
+        count = int(raw)
+        if count > 0:
+            node, _, verdict = field.decode().rpartition(store.NAME_SEPARATOR)
+            out.setdefault(node, {})[verdict] = count
+    return out
+
+
+def on_missing_nodes(
+    client: redis.Redis, cluster: str, nodes: list[str]
+) -> Iterator[dict[str, Any]]:
+    """The views of the pods on these nodes whose view says the node does not exist:
+    reads only those nodes' pods (the node index), a batch at a time."""
+    for node in nodes:
+        uids = [
+            uid.decode() for uid in client.zrange(store.index_key(cluster, "node", node), 0, -1)
+        ]
+        for start in range(0, len(uids), 2000):
+            for view in views(client, cluster, uids[start : start + 2000]).values():
+                if view.get("node_exists") is False:
+                    yield view
+
+
 def all_views(client: redis.Redis, cluster: str) -> Iterator[dict[str, Any]]:
     """Every stored view, a batch at a time (exports and whole-cluster digests)."""
     for _, raw in client.hscan_iter(store.pods_key(cluster), count=2000):

@@ -70,6 +70,13 @@ def index_key(cluster: str, by: str, value: str) -> str:
     return k(cluster, "idx", by, value)
 
 
+def node_verdicts_key(cluster: str) -> str:
+    """Hash "<node>\n<verdict>" -> pods of that verdict handed to that node, kept by
+    ``write_pods``/``drop_pods``: the nodes page reads it instead of every view. Under
+    ``idx:``, so a restore that clears the indexes clears it with them."""
+    return index_key(cluster, "agg", "node-verdicts")
+
+
 def changed_key(cluster: str) -> str:
     return k(cluster, "idx", "changed")
 
@@ -264,6 +271,16 @@ end
 return ms
 """
 
+# Pods handed per node and verdict: ARGV field, change pairs; a count that reaches zero
+# goes, so the hash holds only (node, verdict) pairs that have pods.
+_HANDED = """
+for i = 1, #ARGV, 2 do
+  if redis.call('hincrby', KEYS[1], ARGV[i], ARGV[i + 1]) <= 0 then
+    redis.call('hdel', KEYS[1], ARGV[i])
+  end
+end
+"""
+
 # Dropping reads each view to find its index entries, so it needs no caller-side memory
 # (a fold worker that just restored has none). It reads both stored forms: the compact
 # MessagePack array (``viewcodec.encode_view``: its index fields where
@@ -307,6 +324,12 @@ for i = 3, #ARGV do
       redis.call('zrem', prefix .. 'node:' .. text(view.node), uid)
       redis.call('zrem', prefix .. 'binding:' .. text(view.binding), uid)
       redis.call('zrem', KEYS[3], text(view.namespace) .. '/' .. text(view.name) .. '\\n' .. uid)
+      if text(view.node) ~= '' then
+        local field = text(view.node) .. '\\n' .. text(view.verdict)
+        if redis.call('hincrby', KEYS[5], field, -1) <= 0 then
+          redis.call('hdel', KEYS[5], field)
+        end
+      end
     end
     redis.call('hdel', KEYS[1], uid)
   end
@@ -341,12 +364,15 @@ def write_pods(
     adds: dict[tuple[str, str], dict[str, float]] = {}
     removes: dict[tuple[str, str], list[str]] = {}
     members = []
+    handed: dict[str, int] = {}  # node_verdicts_key fields -> change
     for uid, (view, blob) in views.items():
         blobs[uid] = blob
         verdict, namespace, node = now = (view["verdict"], view["namespace"], view["node"] or "")
         binding = view.get("binding") or ""
         score = rank_score(verdict, view["milestones"].get("created"))
         before = previous.get(uid)
+        if before is None or before[0] != verdict or before[2] != node:
+            _count_handed(handed, before, verdict, node)
         if before is not None:
             if before != now:
                 for by, old, new in zip(INDEXES, before, now, strict=True):
@@ -368,7 +394,23 @@ def write_pods(
     for (by, value), scored in adds.items():
         pipe.zadd(index_key(cluster, by, value), scored)
     pipe.hset(pods_key(cluster), mapping=blobs)
+    moved = [x for field, change in handed.items() if change for x in (field, change)]
+    if moved:
+        pipe.eval(_HANDED, 1, node_verdicts_key(cluster), *moved)
     pipe.eval(_CHANGED, 2, fold_key(cluster), changed_key(cluster), *members)
+
+
+def _count_handed(
+    handed: dict[str, int], before: tuple[str, str, str] | None, verdict: str, node: str
+) -> None:
+    """A pod moved from (before's verdict, node) to (verdict, node): pods on no node
+    ("") are handed to none."""
+    if before is not None and before[2]:
+        field = f"{before[2]}{NAME_SEPARATOR}{before[0]}"
+        handed[field] = handed.get(field, 0) - 1
+    if node:
+        field = f"{node}{NAME_SEPARATOR}{verdict}"
+        handed[field] = handed.get(field, 0) + 1
 
 
 def drop_pods(
@@ -381,11 +423,17 @@ def drop_pods(
     uids = list(uids)
     for uid in uids:
         previous.pop(uid, None)
-    keys = (pods_key(cluster), fold_key(cluster), changed_key(cluster), removed_key(cluster))
+    keys = (
+        pods_key(cluster),
+        fold_key(cluster),
+        changed_key(cluster),
+        removed_key(cluster),
+        node_verdicts_key(cluster),
+    )
     prefix = index_key(cluster, "", "")[:-1]
     for start in range(0, len(uids), 1000):
         chunk = uids[start : start + 1000]
-        pipe.eval(_DROP, 4, *keys, prefix, REMOVED_KEPT, *chunk)
+        pipe.eval(_DROP, len(keys), *keys, prefix, REMOVED_KEPT, *chunk)
 
 
 def pod_blobs(client: redis.Redis, cluster: str) -> dict[str, bytes]:

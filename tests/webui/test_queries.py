@@ -146,7 +146,14 @@ def test_it_matches_free_text_as_text_not_as_a_pattern(redis_client):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"verdicts": ("nope",)}, {"binding": "kubelet"}, {"q": "x" * 201}],
+    [
+        {"verdicts": ("nope",)},
+        {"binding": "kubelet"},
+        {"q": "x" * 201},
+        {"q": "pod\x00"},
+        {"q": "\n"},
+        {"q": "a\tb"},
+    ],
 )
 def test_it_refuses_unknown_filters(kwargs):
     with pytest.raises(QueryError):

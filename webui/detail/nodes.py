@@ -1,10 +1,14 @@
 """The nodes page's data: each node's state and readiness history, the pods handed to
-it by verdict, and the pods whose nodeName names no node."""
+it by verdict, and the pods whose nodeName names no node.
+
+A live cluster's come from what the fold keeps (``kept``: the nodes' summary with their
+readiness history, the pods handed per node and verdict) and the views of the pods on
+nodes that do not exist; a replay folds them from the trace's pods (``nodes_digest``)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from handoff.core import verdicts as v
@@ -54,6 +58,24 @@ class Nodes:
                 }
             )
         return {"evaluated_at": evaluated_at, "nodes": table, "missing": _missing(self.missing)}
+
+
+def kept(
+    handed: dict[str, dict[str, int]],
+    nodes: dict[str, dict[str, Any]],
+    on_missing: Callable[[list[str]], Iterable[PodRow]],
+    evaluated_at: str | None,
+) -> dict[str, Any]:
+    """The page from the fold's aggregates: ``handed`` (node -> verdict -> pods) and
+    ``nodes`` (the fold's summary); ``on_missing(names)`` gives the pods on those nodes
+    whose view says the node does not exist (only nodes the summary does not show as
+    existing can have them)."""
+    acc = Nodes()
+    acc.handed = {node: Counter(counts) for node, counts in handed.items()}
+    gone = sorted(n for n in handed if not (nodes.get(n) or {}).get("exists"))
+    for row in on_missing(gone):
+        acc.missing.setdefault(row.node or "", []).append(row)
+    return acc.result(nodes, evaluated_at)
 
 
 def nodes_digest(

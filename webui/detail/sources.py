@@ -54,6 +54,13 @@ class LiveSource:
         for view in queries.all_views(self.client, self.cluster):
             yield row_from_view(view)
 
+    def handed(self) -> dict[str, dict[str, int]]:
+        return queries.handed(self.client, self.cluster)
+
+    def on_missing_nodes(self, nodes: list[str]) -> Iterator[PodRow]:
+        for view in queries.on_missing_nodes(self.client, self.cluster, nodes):
+            yield row_from_view(view)
+
     def digest(self, kind: str, make: Callable[[LiveSource], dict[str, Any]]) -> dict[str, Any]:
         """An aggregate over every pod, reused for DIGEST_TTL seconds: one pass over
         150,000 stored views costs seconds, a page refresh should not. Requests arriving

@@ -21,7 +21,7 @@ from webui.api import api
 from webui.demo import is_demo_user
 from webui.detail import traces
 from webui.detail.fleet import SWIMLANE_LIMIT, Fleet, fleet_digest
-from webui.detail.nodes import Nodes, nodes_digest
+from webui.detail.nodes import kept, nodes_digest
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource
 from webui.detail.traces import TraceFile, TraceRejected
 
@@ -89,32 +89,30 @@ def api_pod(request: HttpRequest, cluster: str, namespace: str, name: str) -> di
     return view
 
 
-def _live_digests(source: LiveSource, limit: int) -> dict[str, Any]:
-    """The fleet and nodes aggregates of a live cluster from one pass over its pods."""
+def _live_fleet(source: LiveSource, limit: int) -> dict[str, Any]:
+    """The fleet aggregates of a live cluster from one pass over its pods."""
 
     def make(src: LiveSource) -> dict[str, Any]:
-        fleet, nodes = Fleet(limit), Nodes()
+        fleet = Fleet(limit)
         for row in src.rows():
             fleet.add(row)
-            nodes.add(row)
-        fold = src.fold()
-        return {
-            "fleet": fleet.result(fold["evaluated_at"]),
-            "nodes": nodes.result(fold["nodes"], fold["evaluated_at"]),
-        }
+        return fleet.result(src.fold()["evaluated_at"])
 
-    return source.digest(f"digests:{limit}", make)
+    return source.digest(f"fleet:{limit}", make)
 
 
 @api
 def api_nodes(request: HttpRequest, cluster: str) -> dict[str, Any]:
-    return _live_digests(_live(cluster), SWIMLANE_LIMIT)["nodes"]
+    """From what the fold keeps: no pass over the cluster's pods."""
+    source = _live(cluster)
+    fold = source.fold()
+    return kept(source.handed(), fold["nodes"], source.on_missing_nodes, fold["evaluated_at"])
 
 
 @api
 def api_fleet(request: HttpRequest, cluster: str) -> dict[str, Any]:
     limit = _limit(request, SWIMLANE_LIMIT, 2 * SWIMLANE_LIMIT)
-    return _live_digests(_live(cluster), limit)["fleet"]
+    return _live_fleet(_live(cluster), limit)
 
 
 # ---------------------------------------------------------------- replay API

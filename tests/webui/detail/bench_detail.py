@@ -32,7 +32,7 @@ from handoff.offline.replay import ReplayState  # noqa: E402
 from tests.conftest import start_redis, stop  # noqa: E402
 from tests.webui.detail.tracedata import fold_into_redis, many_pods_trace  # noqa: E402
 from webui.detail.fleet import Fleet  # noqa: E402
-from webui.detail.nodes import Nodes  # noqa: E402
+from webui.detail.nodes import Nodes, kept  # noqa: E402
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource  # noqa: E402
 
 
@@ -106,6 +106,15 @@ def main() -> None:
                 return live.pod("team-3", "load-00003", None)
 
             print(f"pod by name: {median_ms(by_name):.1f} ms")
+
+            def nodes_kept() -> dict:
+                # What /api/clusters/C/nodes reads now: the fold's aggregates.
+                fold = live.fold()
+                handed = live.handed()
+                return kept(handed, fold["nodes"], live.on_missing_nodes, fold["evaluated_at"])
+
+            assert nodes_kept()["nodes"] == answer["nodes"]["nodes"]
+            print(f"nodes page from the fold's aggregates: {median_ms(nodes_kept, 7):.1f} ms")
 
             path = many_pods_trace(Path(tmp) / "replay.jsonl", args.replay_pods)
             start = time.perf_counter()
