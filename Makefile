@@ -10,14 +10,14 @@ DEV := $(VENV)/.requirements-dev.stamp
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: demo test bench lint fmt clean redis-server chromium kubectl
+.PHONY: demo test bench lint fmt clean redis-server chromium kubectl prometheus
 
 ## make demo: the whole stack on this machine at http://127.0.0.1:8000/ (Ctrl-C stops it)
 demo: $(RUNTIME) redis-server
 	$(PY) manage.py demo
 
 ## make test: the whole test suite, browser tests included
-test: $(DEV) redis-server chromium kubectl
+test: $(DEV) redis-server chromium kubectl prometheus
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## make bench: the benchmarks (docs/benchmarks.md), e.g. make bench BENCH_ARGS=--quick
@@ -61,6 +61,11 @@ chromium:
 
 kubectl:
 	@command -v kubectl >/dev/null || $(call apt_install,kubernetes-client)
+
+# promtool (rule checks and unit tests), prometheus and alertmanager (the alerting tests).
+prometheus:
+	@command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null || \
+	  $(call apt_install,prometheus prometheus-alertmanager)
 
 # $(call apt_install,PACKAGES): as root, install Debian packages (apt-get update once per
 # checkout, and again if the install fails on stale lists); otherwise say exactly what to
