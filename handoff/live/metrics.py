@@ -17,6 +17,7 @@ meanwhile serves the counters as they are. Stream figures are /healthz's
 
 from __future__ import annotations
 
+import re
 import time
 
 import redis
@@ -254,7 +255,9 @@ def metrics_text(client: redis.Redis, now: float | None = None) -> str:
         complete.add(0.0 if "rebuild" in marks(client, name) else 1.0, cluster=name)
         _verdict_counts(client, name, pods)
         counted = counters(client, name)
-        aggregated += [*histogram_families(name, counted), *incident_families(name, counted)]
+        namespaces, nodes = indexed(client, name, "ns"), indexed(client, name, "node")
+        aggregated += histogram_families(name, counted)
+        aggregated += incident_families(name, counted, namespaces, nodes)
         for stream, state in sorted(streams.get(name, {}).items()):
             labels = {"cluster": name, "stream": stream}
             up.add(1.0 if state.get("held") else 0.0, **labels)
@@ -267,6 +270,16 @@ def metrics_text(client: redis.Redis, now: float | None = None) -> str:
             if state.get("events_per_s") is not None:
                 rate.add(state["events_per_s"], **labels)
     return render([pods, complete, *_merge(aggregated), lag, behind, rate, events, up, failing])
+
+
+def indexed(client: redis.Redis, cluster: str, by: str) -> list[str]:
+    """The namespaces (``ns``) or nodes (``node``) that hold pods now: their pod indexes
+    (one SCAN of the keyspace, which holds a few keys per namespace and node)."""
+    prefix = store.index_key(cluster, by, "")
+    pattern = re.sub(r"([*?\[\]\\])", r"\\\1", prefix) + "*"
+    values = {key.decode()[len(prefix) :] for key in client.scan_iter(match=pattern, count=1000)}
+    values.discard("")  # pods bound to no node yet
+    return sorted(values)
 
 
 def _verdict_counts(client: redis.Redis, cluster: str, family: Family) -> None:

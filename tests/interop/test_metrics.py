@@ -125,6 +125,23 @@ def test_it_counts_incidents_per_namespace_and_node_once_and_for_good(redis_clie
             1 for v in bound if (v["node"], v["verdict"]) == (view["node"], view["verdict"])
         )
 
+    # Every namespace and node holding pods has a series for every incident, 0 included:
+    # increase() takes a series' first sample as its start.
+    for label, family in (
+        ("namespace", "handoff_pod_incidents"),
+        ("node", "handoff_node_pod_incidents"),
+    ):
+        key = "node" if label == "node" else "namespace"
+        holding = {v[key] for v in prod.values() if v[key]}
+        for value in holding:
+            for verdict in INCIDENT_VERDICTS:
+                (sample,) = _samples(
+                    first[family], cluster="prod", **{label: value}, verdict=verdict
+                )
+                expected = sum(1 for v in incidents if (v[key], v["verdict"]) == (value, verdict))
+                assert sample.value == expected
+    assert any(s.value == 0 for s in first["handoff_pod_incidents"].samples)
+
     # One incident pod judged again as something else, another forgotten: both stay counted.
     again, forgotten = incidents[0], incidents[1]
     redis_client.hset(store.fold_key("prod"), "cursor", "9999999999999-0")
@@ -134,11 +151,12 @@ def test_it_counts_incidents_per_namespace_and_node_once_and_for_good(redis_clie
     pipe.execute()
     later = _families(metrics.metrics_text(redis_client))
 
-    def totals(families):
+    def totals(families):  # the counted ones: zeros come and go with the pods
         return {
             (s.name, tuple(sorted(s.labels.items())), s.value)
             for name in ("handoff_pod_incidents", "handoff_node_pod_incidents")
             for s in families[name].samples
+            if s.value
         }
 
     assert totals(later) == totals(first)

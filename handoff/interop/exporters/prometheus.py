@@ -193,9 +193,16 @@ def histogram_families(cluster: str, counters: Mapping[str, float]) -> tuple[Fam
     return per_ns, per_node
 
 
-def incident_families(cluster: str, counters: Mapping[str, float]) -> tuple[Family, Family]:
+def incident_families(
+    cluster: str,
+    counters: Mapping[str, float],
+    namespaces: Iterable[str] = (),
+    nodes: Iterable[str] = (),
+) -> tuple[Family, Family]:
     """Two counter families (per namespace, per node) of the pods that reached an incident
-    verdict, from the aggregated counters."""
+    verdict, from the aggregated counters. ``namespaces`` and ``nodes`` (those holding pods
+    now) get a 0 for each incident they have not had: ``increase()`` takes a series' first
+    sample as its start, so a series born at 1 would hide its first incident."""
     per_ns = Family(
         "handoff_pod_incidents_total",
         "counter",
@@ -206,9 +213,19 @@ def incident_families(cluster: str, counters: Mapping[str, float]) -> tuple[Fami
         "counter",
         "Pods judged podgc-deleted, rejected or evicted, per node they were bound to.",
     )
-    for key, value in sorted(counters.items()):
+    counted = dict.fromkeys(
+        (
+            SEPARATOR.join((INCIDENTS + scope, label, verdict))
+            for scope, labels in (("ns", namespaces), ("node", nodes))
+            for label in labels
+            for verdict in INCIDENT_VERDICTS
+        ),
+        0.0,
+    )
+    counted.update((key, value) for key, value in counters.items() if key.startswith(INCIDENTS))
+    for key, value in sorted(counted.items()):
         parts = key.split(SEPARATOR)
-        if len(parts) != 3 or not parts[0].startswith(INCIDENTS):
+        if len(parts) != 3:
             continue
         scope, label, verdict = parts
         per_namespace = scope == INCIDENTS + "ns"
