@@ -9,20 +9,28 @@ RUNTIME := $(VENV)/.requirements.stamp
 DEV := $(VENV)/.requirements-dev.stamp
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+PLUGIN_DIR ?= $(HOME)/.local/bin
 
-.PHONY: demo test bench lint fmt clean redis-server chromium kubectl
+.PHONY: demo test bench lint fmt clean redis-server chromium kubectl prometheus kubectl-handoff
 
 ## make demo: the whole stack on this machine at http://127.0.0.1:8000/ (Ctrl-C stops it)
 demo: $(RUNTIME) redis-server
 	$(PY) manage.py demo
 
 ## make test: the whole test suite, browser tests included
-test: $(DEV) redis-server chromium kubectl
+test: $(DEV) redis-server chromium kubectl prometheus
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## make bench: the benchmarks (docs/benchmarks.md), e.g. make bench BENCH_ARGS=--quick
 bench: $(DEV) redis-server chromium
 	$(PY) manage.py bench --json .run/bench/results.json --figures .run/bench $(BENCH_ARGS)
+
+## make kubectl-handoff: the kubectl plugin on PATH (a link in PLUGIN_DIR, ~/.local/bin)
+kubectl-handoff: $(RUNTIME)
+	@mkdir -p "$(PLUGIN_DIR)"
+	ln -sf "$(CURDIR)/bin/kubectl-handoff" "$(PLUGIN_DIR)/kubectl-handoff"
+	@case ":$$PATH:" in *":$(PLUGIN_DIR):"*) ;; \
+	  *) echo "add $(PLUGIN_DIR) to PATH so that kubectl finds the plugin" >&2 ;; esac
 
 ## make lint: ruff (lint and format) and the import layering contracts
 lint: $(DEV)
@@ -61,6 +69,11 @@ chromium:
 
 kubectl:
 	@command -v kubectl >/dev/null || $(call apt_install,kubernetes-client)
+
+# promtool (rule checks and unit tests), prometheus and alertmanager (the alerting tests).
+prometheus:
+	@command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null || \
+	  $(call apt_install,prometheus prometheus-alertmanager)
 
 # $(call apt_install,PACKAGES): as root, install Debian packages (apt-get update once per
 # checkout, and again if the install fails on stale lists); otherwise say exactly what to

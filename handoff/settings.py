@@ -268,3 +268,6 @@ STATICFILES_FINDERS = [
 # /metrics: when set, Prometheus authenticates with "Authorization: Bearer <token>" instead
 # of a signed-in session (docs/interop.md).
 HANDOFF_METRICS_TOKEN = os.getenv("HANDOFF_METRICS_TOKEN", "")
+# The JSON API (/api/...): when set, scripts such as `kubectl handoff` read it with
+# "Authorization: Bearer <token>" instead of a session (docs/api.md).
+HANDOFF_API_TOKEN = os.getenv("HANDOFF_API_TOKEN", "")

@@ -12,6 +12,8 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -52,6 +54,27 @@ def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
     """SIGTERM the process and its group, SIGKILL whatever outlives `timeout`."""
     stop_groups([(proc.pid, start_time(proc.pid) or 0)], timeout)
     proc.wait(timeout=5)
+
+
+def answers(url: str) -> bool:
+    """Something answers at ``url`` (an HTTP error is an answer too)."""
+    try:
+        urllib.request.urlopen(url, timeout=1).close()
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def start_daphne(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
+    """Daphne serving the site on a free port with ``env``; returns once it answers."""
+    port = free_port()
+    argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+    proc = spawn([*argv, "handoff.asgi:application"], log, {**os.environ, **env})
+    url = f"http://127.0.0.1:{port}"
+    wait_until(lambda: answers(url + "/healthz"), 30, f"Daphne on {url}")
+    return proc, url
 
 
 def start_redis(directory: Path) -> tuple[subprocess.Popen, str]:

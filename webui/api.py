@@ -2,15 +2,19 @@
 
 Documented in docs/api.md (section "board"). Anonymous callers get 401 JSON rather than
 the sign-in redirect pages get; an unknown cluster is 404 JSON; bad parameters 400 JSON.
+Scripts (``kubectl handoff``) authenticate with ``Authorization: Bearer <HANDOFF_API_TOKEN>``
+instead of a session: every endpoint here only reads (GET/HEAD), so the token reads too.
 """
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
 import redis
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, JsonResponse, QueryDict
@@ -39,8 +43,9 @@ def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
     @require_safe
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-        if not request.user.is_authenticated:
-            return JsonResponse({"error": "authentication required"}, status=401)
+        refused = _refusal(request)
+        if refused:
+            return JsonResponse({"error": refused}, status=401)
         try:
             return JsonResponse(view(request, *args, **kwargs))
         except (QueryError, BadRequest) as exc:
@@ -51,6 +56,22 @@ def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
             return JsonResponse({"error": f"store unavailable ({type(exc).__name__})"}, status=503)
 
     return wrapper
+
+
+def _refusal(request: HttpRequest) -> str | None:
+    """Why the caller may not read, or None: a bearer token must be HANDOFF_API_TOKEN (a
+    wrong one is refused even with a session), else a signed-in session is needed."""
+    sent = request.headers.get("Authorization", "")
+    if sent:
+        token = settings.HANDOFF_API_TOKEN
+        if not token:
+            return "bearer tokens are not enabled here (HANDOFF_API_TOKEN is not set)"
+        if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+            return "wrong bearer token"
+        return None
+    if not request.user.is_authenticated:
+        return "authentication required"
+    return None
 
 
 def known_cluster(c: redis.Redis, name: str) -> ClusterConfig:

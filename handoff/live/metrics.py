@@ -1,19 +1,23 @@
 """``/metrics``: Prometheus text read from Redis, cheap with 150,000 pods stored.
 
 Pods per verdict are the sizes of the verdict indexes (one ZCARD each). The duration
-histograms are aggregated incrementally: every pod the fold worker writes is logged with
-the fold's cursor in ``idx:changed`` (and removals in ``removed``), so each scrape reads
-only the views written since the previous one, replaces their old contribution with the
-new one in ``handoff:{c}:metrics:counters`` and remembers each pod's contribution in
-``handoff:{c}:metrics:pods``. The first scrape (and one after the change log lost track:
-more removals than ``store.REMOVED_KEPT`` since) starts a rebuild that reads every view,
-``REBUILD_BUDGET`` per scrape. One scraper updates a cluster at a time (a lock); another
-one meanwhile serves the counters as they are. Stream figures are /healthz's
+histograms and the incident counters are aggregated incrementally: every pod the fold
+worker writes is logged with the fold's cursor in ``idx:changed`` (and removals in
+``removed``), so each scrape reads only the views written since the previous one, replaces
+their old contribution with the new one in ``handoff:{c}:metrics:counters`` and remembers
+each pod's contribution in ``handoff:{c}:metrics:pods``. A removed pod's contribution is
+forgotten, its counts are not: the counters only grow, so ``rate()`` over them is right
+while the retention drops pods. The first scrape (and one after the change log lost
+track: more removals than ``store.REMOVED_KEPT`` since) starts a rebuild that reads every
+view, ``REBUILD_BUDGET`` per scrape; it counts the stored pods only, which Prometheus
+sees as a counter reset. One scraper updates a cluster at a time (a lock); another one
+meanwhile serves the counters as they are. Stream figures are /healthz's
 (``health.check_streams``).
 """
 
 from __future__ import annotations
 
+import re
 import time
 
 import redis
@@ -27,7 +31,9 @@ from handoff.interop.exporters.prometheus import (
     delta,
     encode_contribution,
     histogram_families,
+    incident_families,
     render,
+    replaced,
 )
 from handoff.live import clusters, health, store
 
@@ -191,13 +197,13 @@ def _apply(client: redis.Redis, cluster: str, uids: list[bytes], gone: list[byte
     dropped: list[bytes] = []
     for uid, old_text, raw in zip(everyone, previous, views, strict=True):
         old = decode_contribution(old_text.decode()) if old_text else {}
-        new = contribution(viewcodec.decode_view(raw)) if raw else {}
+        if not raw:  # forgotten by the retention: what it counted stays counted
+            dropped.append(uid)
+            continue
+        new = replaced(old, contribution(viewcodec.decode_view(raw)))
         for key, value in delta(old, new).items():
             totals[key] = totals.get(key, 0.0) + value
-        if raw:
-            kept[uid] = encode_contribution(new)
-        else:
-            dropped.append(uid)
+        kept[uid] = encode_contribution(new)
     for key, value in totals.items():
         pipe.hincrbyfloat(counters_key(cluster), key, value)
     if kept:
@@ -233,22 +239,30 @@ def metrics_text(client: redis.Redis, limits: health.StreamLimits, now: float | 
     )
     events = Family("handoff_stream_events_total", "counter", "Events a stream has delivered.")
     up = Family("handoff_stream_up", "gauge", "1 when a worker holds the stream's lease.")
+    failing = Family(
+        "handoff_stream_failing",
+        "gauge",
+        "1 when /healthz reports the stream failing (errors, no holder, silence, fold lag).",
+    )
     complete = Family(
         "handoff_metrics_histograms_complete",
         "gauge",
         "0 while the duration histograms are being rebuilt (first scrapes), then 1.",
     )
-    histograms: list[Family] = []
+    aggregated: list[Family] = []
     streams = health.check_streams(client, now, limits)
     for name in clusters.clusters(client):
         refresh(client, name)
         complete.add(0.0 if "rebuild" in marks(client, name) else 1.0, cluster=name)
         _verdict_counts(client, name, pods)
-        per_ns, per_node = histogram_families(name, counters(client, name))
-        histograms += [per_ns, per_node]
+        counted = counters(client, name)
+        namespaces, nodes = indexed(client, name, "ns"), indexed(client, name, "node")
+        aggregated += histogram_families(name, counted)
+        aggregated += incident_families(name, counted, namespaces, nodes)
         for stream, state in sorted(streams.get(name, {}).items()):
             labels = {"cluster": name, "stream": stream}
             up.add(1.0 if state.get("held") else 0.0, **labels)
+            failing.add(0.0 if state.get("ok", True) else 1.0, **labels)
             events.add(float(state.get("events") or 0), **labels)
             if state.get("lag_s") is not None:
                 lag.add(state["lag_s"], **labels)
@@ -256,7 +270,17 @@ def metrics_text(client: redis.Redis, limits: health.StreamLimits, now: float | 
                 behind.add(state["behind_s"], **labels)
             if state.get("events_per_s") is not None:
                 rate.add(state["events_per_s"], **labels)
-    return render([pods, complete, *_merge(histograms), lag, behind, rate, events, up])
+    return render([pods, complete, *_merge(aggregated), lag, behind, rate, events, up, failing])
+
+
+def indexed(client: redis.Redis, cluster: str, by: str) -> list[str]:
+    """The namespaces (``ns``) or nodes (``node``) that hold pods now: their pod indexes
+    (one SCAN of the keyspace, which holds a few keys per namespace and node)."""
+    prefix = store.index_key(cluster, by, "")
+    pattern = re.sub(r"([*?\[\]\\])", r"\\\1", prefix) + "*"
+    values = {key.decode()[len(prefix) :] for key in client.scan_iter(match=pattern, count=1000)}
+    values.discard("")  # pods bound to no node yet
+    return sorted(values)
 
 
 def _verdict_counts(client: redis.Redis, cluster: str, family: Family) -> None:

@@ -10,8 +10,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +19,15 @@ import redis
 
 from devtools.devstack import free_port
 from handoff.live import clusters, store
-from tests.conftest import BASE_DIR, python_env, spawn, start_redis, stop, wait_until
+from tests.conftest import (
+    BASE_DIR,
+    python_env,
+    spawn,
+    start_daphne,
+    start_redis,
+    stop,
+    wait_until,
+)
 
 CHROMIUM = "/usr/bin/chromium"
 # Headless in a sandbox without a network: no GPU, no background calls home.
@@ -81,16 +87,6 @@ def screenshot(page, request) -> Callable[[str], Path]:
     return take
 
 
-def _answers(url: str) -> bool:
-    try:
-        urllib.request.urlopen(url, timeout=1).close()
-    except urllib.error.HTTPError:
-        return True
-    except OSError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="session")
 def site_database(tmp_path_factory: pytest.TempPathFactory) -> str:
     """DATABASE_URL of a migrated SQLite file the served sites share."""
@@ -105,16 +101,6 @@ def site_database(tmp_path_factory: pytest.TempPathFactory) -> str:
         timeout=120,
     )
     return url
-
-
-def start_daphne(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
-    """Daphne serving the site on a free port with ``env``; returns once it answers."""
-    port = free_port()
-    argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-    proc = spawn([*argv, "handoff.asgi:application"], log, {**os.environ, **env})
-    url = f"http://127.0.0.1:{port}"
-    wait_until(lambda: _answers(url + "/healthz"), 30, f"Daphne on {url}")
-    return proc, url
 
 
 @pytest.fixture(scope="session")

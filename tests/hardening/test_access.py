@@ -21,10 +21,13 @@ from webui.routing import websocket_urlpatterns
 
 pytestmark = pytest.mark.django_db
 
-# Public by design: the health probe, signing in and out, password reset, and the
-# admin's own sign-in page (the admin redirects everything else there).
+# Public by design: the health probe, the alert runbooks (documentation), signing in and
+# out, password reset, and the admin's own sign-in page (the admin redirects everything
+# else there).
 PUBLIC = (
     "healthz",
+    "runbooks",
+    "runbook",
     "login",
     "logout",
     "password_reset",

@@ -4,6 +4,7 @@ incrementally from the fold's change log."""
 from __future__ import annotations
 
 import copy
+import time
 
 import pytest
 from django.test import Client
@@ -11,10 +12,20 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from handoff import conf
 from handoff.core import viewcodec
-from handoff.interop.exporters.prometheus import BUCKETS, NAMESPACE_DURATIONS
-from handoff.live import metrics, store
+from handoff.interop.exporters.prometheus import (
+    BUCKETS,
+    INCIDENT_VERDICTS,
+    NAMESPACE_DURATIONS,
+    contribution,
+)
+from handoff.live import health, metrics, store
 
 pytestmark = pytest.mark.django_db
+# What Prometheus 2.x sends when it scrapes.
+PROMETHEUS_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+    "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
 
 
 def _families(text: str) -> dict:
@@ -85,10 +96,75 @@ def test_it_keeps_histograms_right_as_pods_change_and_leave(redis_client, prod):
     metrics.refresh(redis_client, "prod")
     rebuilt = metrics.counters(redis_client, "prod")
 
+    # The dropped pods stay counted (counters only grow); a rebuild counts stored pods.
+    expected = dict(rebuilt)
+    for uid in gone:
+        for key, value in contribution(prod[uid]).items():
+            expected[key] = expected.get(key, 0.0) + value
     assert {k: round(v, 6) for k, v in incremental.items() if v} == {
-        k: round(v, 6) for k, v in rebuilt.items() if v
+        k: round(v, 6) for k, v in expected.items() if v
     }
     assert redis_client.hlen(metrics.contributions_key("prod")) == len(prod) - 3
+
+
+def test_it_counts_incidents_per_namespace_and_node_once_and_for_good(redis_client, prod):
+    metrics.refresh(redis_client, "prod")
+    first = _families(metrics.metrics_text(redis_client, conf.stream_limits()))
+    incidents = [v for v in prod.values() if v["verdict"] in INCIDENT_VERDICTS]
+    assert {v["verdict"] for v in incidents} == set(INCIDENT_VERDICTS)  # the data has each
+    for view in incidents:
+        labels = {"namespace": view["namespace"], "verdict": view["verdict"]}
+        (sample,) = _samples(first["handoff_pod_incidents"], cluster="prod", **labels)
+        assert sample.name == "handoff_pod_incidents_total"
+        assert sample.value == sum(
+            1 for v in incidents if (v["namespace"], v["verdict"]) == tuple(labels.values())
+        )
+    bound = [v for v in incidents if v["node"]]
+    for view in bound:
+        labels = {"node": view["node"], "verdict": view["verdict"]}
+        (sample,) = _samples(first["handoff_node_pod_incidents"], cluster="prod", **labels)
+        assert sample.value == sum(
+            1 for v in bound if (v["node"], v["verdict"]) == (view["node"], view["verdict"])
+        )
+
+    # Every namespace and node holding pods has a series for every incident, 0 included:
+    # increase() takes a series' first sample as its start.
+    for label, family in (
+        ("namespace", "handoff_pod_incidents"),
+        ("node", "handoff_node_pod_incidents"),
+    ):
+        key = "node" if label == "node" else "namespace"
+        holding = {v[key] for v in prod.values() if v[key]}
+        for value in holding:
+            for verdict in INCIDENT_VERDICTS:
+                (sample,) = _samples(
+                    first[family], cluster="prod", **{label: value}, verdict=verdict
+                )
+                expected = sum(1 for v in incidents if (v[key], v["verdict"]) == (value, verdict))
+                assert sample.value == expected
+    assert any(s.value == 0 for s in first["handoff_pod_incidents"].samples)
+
+    # One incident pod judged again as something else, another forgotten: both stay counted.
+    again, forgotten = incidents[0], incidents[1]
+    redis_client.hset(store.fold_key("prod"), "cursor", "9999999999999-0")
+    pipe = redis_client.pipeline(transaction=False)
+    store.write_pods(pipe, "prod", {again["uid"]: ({**again, "verdict": "running"}, 0.0)}, {})
+    store.drop_pods(pipe, "prod", [forgotten["uid"]], {})
+    pipe.execute()
+    later = _families(metrics.metrics_text(redis_client, conf.stream_limits()))
+
+    def totals(families):  # the counted ones: zeros come and go with the pods
+        return {
+            (s.name, tuple(sorted(s.labels.items())), s.value)
+            for name in ("handoff_pod_incidents", "handoff_node_pod_incidents")
+            for s in families[name].samples
+            if s.value
+        }
+
+    assert totals(later) == totals(first)
+    (running,) = _samples(later["handoff_pods"], cluster="prod", verdict="running")
+    (before,) = _samples(first["handoff_pods"], cluster="prod", verdict="running")
+    assert running.value == before.value + 1
 
 
 def test_it_reports_stream_lag_and_rates(signed_in, prod, redis_client):
@@ -102,14 +178,45 @@ def test_it_reports_stream_lag_and_rates(signed_in, prod, redis_client):
     assert _samples(families["handoff_stream_lag_seconds"], stream="fold")[0].value > 0
 
 
-def test_it_follows_the_sites_sign_in_without_a_token(client, settings, prod):
+def test_it_says_which_streams_fail_as_healthz_does(signed_in, prod, redis_client):
+    def failing() -> tuple[dict[str, float], dict[str, dict]]:
+        families = _families(signed_in.get("/metrics").content.decode())
+        samples = families["handoff_stream_failing"].samples
+        report = health.check_streams(redis_client, time.time())["prod"]
+        return {s.labels["stream"]: s.value for s in samples}, report
+
+    store.note_stream(redis_client, "prod", "fold", failures=5, last_error="HTTP 503")
+    broken, report = failing()
+    store.note_stream(redis_client, "prod", "fold", failures=0)
+    mended, _ = failing()
+
+    assert report["fold"]["ok"] is False
+    assert broken == {"fold": 1.0}
+    assert mended == {"fold": 0.0}
+
+
+def test_it_sends_a_browser_to_sign_in_and_refuses_a_scraper_with_401(client, settings, prod):
     settings.HANDOFF_DEMO = False
     settings.HANDOFF_METRICS_TOKEN = ""
 
-    response = client.get("/metrics")
+    browser = client.get("/metrics", HTTP_ACCEPT="text/html,application/xhtml+xml,*/*;q=0.8")
+    scraper = client.get("/metrics", HTTP_ACCEPT=PROMETHEUS_ACCEPT)
 
-    assert response.status_code == 302
-    assert "/accounts/login/" in response["Location"]
+    assert browser.status_code == 302
+    assert "/accounts/login/" in browser["Location"]
+    assert scraper.status_code == 401
+    assert scraper.content.decode().count("\n") == 1
+    assert "HANDOFF_METRICS_TOKEN" in scraper.content.decode()
+
+
+def test_it_answers_a_wrong_path_with_404_signed_in_or_not(client, signed_in, settings, prod):
+    settings.HANDOFF_DEMO = False
+    settings.HANDOFF_METRICS_TOKEN = "s3cret-token"
+    bearer = {"HTTP_AUTHORIZATION": "Bearer s3cret-token", "HTTP_ACCEPT": PROMETHEUS_ACCEPT}
+
+    for path in ("/metric", "/metrics/", "/prometheus/metrics"):
+        assert client.get(path, **bearer).status_code == 404
+        assert signed_in.get(path).status_code == 404
 
 
 def test_it_takes_only_the_bearer_token_when_one_is_set(signed_in, settings, prod):
@@ -117,7 +224,10 @@ def test_it_takes_only_the_bearer_token_when_one_is_set(signed_in, settings, pro
     anonymous = Client()
 
     assert anonymous.get("/metrics").status_code == 401
-    assert anonymous.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    wrong = anonymous.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong")
+    assert wrong.status_code == 401
+    assert wrong["WWW-Authenticate"] == 'Bearer realm="handoff-metrics"'
+    assert "s3cret" not in wrong.content.decode()
     assert signed_in.get("/metrics").status_code == 401  # a session is not the token
     good = anonymous.get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-token")
     assert good.status_code == 200

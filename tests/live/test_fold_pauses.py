@@ -330,6 +330,6 @@ def test_the_sweep_turns_an_unfinished_deletion_stuck_terminating_without_an_eve
     folder.sweep()
 
     assert folder.written[api][0] == "stuck-terminating"
-    assert store.pod_views(redis_client, "c")[api]["reason"] == "node-not-ready"
+    assert queries.pod_views(redis_client, "c")[api]["reason"] == "node-not-ready"
     assert api not in folder.timed
     assert redis_client.zcard(store.index_key("c", "verdict", "stuck-terminating")) == 3

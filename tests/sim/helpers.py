@@ -91,12 +91,12 @@ def condition(obj: Obj, type_: str) -> Obj | None:
 
 @contextmanager
 def served_from_the_command_line(
-    tmp_path: Path, *options: str
+    tmp_path: Path, *options: str, scenario: str = "manual-scheduling"
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``manage.py simulate --scenario manual-scheduling --serve`` on a free port, with
-    ``options``: the process and the address it printed, and the rest of its output
-    unread. Terminated at the end of the block."""
-    argv = [sys.executable, "manage.py", "simulate", "--scenario", "manual-scheduling"]
+    """``manage.py simulate --scenario SCENARIO --serve`` on a free port, with ``options``:
+    the process and the address it printed, and the rest of its output unread. Terminated
+    at the end of the block."""
+    argv = [sys.executable, "manage.py", "simulate", "--scenario", scenario]
     argv += ["--serve", "127.0.0.1:0", "--kubeconfig", str(tmp_path / "kubeconfig"), *options]
     proc = subprocess.Popen(
         argv, cwd=BASE_DIR, stdout=subprocess.PIPE, text=True, env={**os.environ}
@@ -104,7 +104,7 @@ def served_from_the_command_line(
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
-        assert first.startswith("serving manual-scheduling at http://127.0.0.1:"), first
+        assert first.startswith(f"serving {scenario} at http://127.0.0.1:"), first
         yield proc, first.split(" at ", 1)[1].strip()
     finally:
         proc.terminate()

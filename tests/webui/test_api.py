@@ -117,3 +117,35 @@ def test_it_refuses_bad_parameters_with_400_json(signed_in, cluster, query):
     response = signed_in.get(f"/api/clusters/prod/pods?{query}")
     assert response.status_code == 400
     assert response.json()["error"]
+
+
+def test_it_takes_the_api_token_instead_of_a_session(client, settings, cluster):
+    settings.HANDOFF_DEMO = False
+    settings.HANDOFF_API_TOKEN = "t0ken-for-scripts"
+
+    good = client.get("/api/clusters/prod/pods", HTTP_AUTHORIZATION="Bearer t0ken-for-scripts")
+    wrong = client.get("/api/clusters/prod/pods", HTTP_AUTHORIZATION="Bearer nope")
+    bare = client.get("/api/clusters/prod/pods", HTTP_AUTHORIZATION="t0ken-for-scripts")
+    write = client.post("/api/clusters/prod/pods", HTTP_AUTHORIZATION="Bearer t0ken-for-scripts")
+
+    assert good.status_code == 200
+    assert len(good.json()["pods"]) == 100
+    assert wrong.status_code == 401
+    assert wrong.json() == {"error": "wrong bearer token"}
+    assert "t0ken" not in wrong.content.decode()
+    assert bare.status_code == 401
+    assert write.status_code == 405  # the token only reads
+
+
+def test_it_refuses_tokens_when_none_is_configured_and_wrong_ones_even_with_a_session(
+    signed_in, settings, cluster
+):
+    settings.HANDOFF_API_TOKEN = ""
+    unset = signed_in.get("/api/clusters", HTTP_AUTHORIZATION="Bearer anything")
+    settings.HANDOFF_API_TOKEN = "t0ken-for-scripts"
+    wrong = signed_in.get("/api/clusters", HTTP_AUTHORIZATION="Bearer anything")
+
+    assert unset.status_code == 401
+    assert "HANDOFF_API_TOKEN" in unset.json()["error"]
+    assert wrong.status_code == 401
+    assert signed_in.get("/api/clusters").status_code == 200  # the session alone still works

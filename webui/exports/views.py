@@ -3,7 +3,9 @@ chart as standalone HTML. docs/interop.md documents them.
 
 ``/metrics`` follows the site's sign-in rules, unless ``HANDOFF_METRICS_TOKEN`` is set: then
 it takes exactly ``Authorization: Bearer <token>`` (what Prometheus' ``authorization``
-setting sends) and nothing else, signed-in session or not.
+setting sends) and nothing else, signed-in session or not. A scraper that is refused gets a
+401 saying what to send; only a browser is sent to the sign-in page (a scraper following
+that redirect would read the sign-in form and report a parse error instead).
 """
 
 from __future__ import annotations
@@ -50,13 +52,11 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     if token:
         sent = request.headers.get("Authorization", "")
         if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
-            response = HttpResponse(
-                "bearer token required\n", status=401, content_type="text/plain"
-            )
-            response["WWW-Authenticate"] = 'Bearer realm="handoff-metrics"'
-            return response
+            return _refused("bearer token missing or wrong: send Authorization: Bearer <token>")
     elif not request.user.is_authenticated:
-        return redirect_to_login(request.get_full_path())
+        if "text/html" in request.headers.get("Accept", ""):
+            return redirect_to_login(request.get_full_path())
+        return _refused("sign-in required: set HANDOFF_METRICS_TOKEN and send it as a bearer token")
     try:
         body = metrics.metrics_text(clusterdata.client(), conf.stream_limits(), time.time())
     except redis.RedisError as exc:
@@ -64,6 +64,13 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
             f"# store unavailable ({type(exc).__name__})\n", status=503, content_type="text/plain"
         )
     return HttpResponse(body, content_type=PROMETHEUS_TEXT)
+
+
+def _refused(why: str) -> HttpResponse:
+    """401 with the reason in one line (Prometheus shows the status, curl the reason)."""
+    response = HttpResponse(f"{why}\n", status=401, content_type="text/plain; charset=utf-8")
+    response["WWW-Authenticate"] = 'Bearer realm="handoff-metrics"'
+    return response
 
 
 def _filename(cluster: str, extension: str) -> str:
