@@ -8,7 +8,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from handoff.interop.kubectl.errors import PluginError
+from handoff.kubectl.errors import PluginError
 
 PAGE = 500
 TIMEOUT = 30.0

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from handoff.interop.kubectl.errors import PluginError
+from handoff.kubectl.errors import PluginError
 
 
 @dataclass(frozen=True)

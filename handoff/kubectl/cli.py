@@ -11,9 +11,9 @@ import time
 from typing import Any, NoReturn
 
 from handoff.core.trace import format_time, parse_time
-from handoff.interop.kubectl import kubeconfig, output
-from handoff.interop.kubectl.errors import PluginError
-from handoff.interop.kubectl.remote import HandoffServer
+from handoff.kubectl import kubeconfig, output
+from handoff.kubectl.errors import PluginError
+from handoff.kubectl.remote import HandoffServer
 
 PROG = "kubectl handoff"
 EXAMPLES = """examples:
@@ -203,7 +203,7 @@ def _local_pods(
     # Imported here: the kubernetes client and the fold take seconds to import, which
     # --server does not need.
     from handoff.core.report import build_report
-    from handoff.interop.kubectl import local
+    from handoff.kubectl import local
 
     if args.watch_seconds <= 0:
         raise PluginError("--watch-seconds must be more than 0")

@@ -21,11 +21,11 @@ from kubernetes.config import ConfigException
 from handoff.core.redact import scrub
 from handoff.core.timeline import Timeline
 from handoff.core.trace import WatchEvent, format_time
-from handoff.interop.kubectl.errors import PluginError
-from handoff.interop.kubectl.kubeconfig import Context
+from handoff.kubectl.errors import PluginError
+from handoff.kubectl.kubeconfig import Context
+from handoff.live.clusters import ClusterConfig
 from handoff.live.sources.base import Gone, SourceError, WatchSettings
 from handoff.live.sources.kube import KubeSource, api_client
-from handoff.live.store import ClusterConfig
 
 RESOURCES = ("pods", "nodes", "events")
 
