@@ -9,15 +9,19 @@ RUNTIME := $(VENV)/.requirements.stamp
 DEV := $(VENV)/.requirements-dev.stamp
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+# Where `make kube-assets` writes the control-plane binaries (docs/real-control-plane.md).
+KUBE_ASSETS ?= .run/k8s-assets
+# The k8s tests need etcd once control-plane binaries are given (HANDOFF_K8S_ASSETS).
+K8S_DEPS := $(if $(HANDOFF_K8S_ASSETS)$(KUBEBUILDER_ASSETS),etcd-server)
 
-.PHONY: demo test bench lint fmt clean redis-server chromium kubectl
+.PHONY: demo test bench lint fmt clean redis-server chromium kubectl etcd-server kube-assets
 
 ## make demo: the whole stack on this machine at http://127.0.0.1:8000/ (Ctrl-C stops it)
 demo: $(RUNTIME) redis-server
 	$(PY) manage.py demo
 
 ## make test: the whole test suite, browser tests included
-test: $(DEV) redis-server chromium kubectl
+test: $(DEV) redis-server chromium kubectl $(K8S_DEPS)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## make bench: the benchmarks (docs/benchmarks.md), e.g. make bench BENCH_ARGS=--quick
@@ -34,6 +38,11 @@ lint: $(DEV)
 fmt: $(DEV)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+## make kube-assets: kube-apiserver, kube-scheduler, kube-controller-manager v1.20.2 built from
+## Debian's source package into $(KUBE_ASSETS) (about 10 minutes), for the k8s tests
+kube-assets:
+	devtools/kube-assets.sh $(KUBE_ASSETS)
 
 clean:
 	rm -rf $(VENV) .run tests/artifacts .pytest_cache .ruff_cache
@@ -61,6 +70,9 @@ chromium:
 
 kubectl:
 	@command -v kubectl >/dev/null || $(call apt_install,kubernetes-client)
+
+etcd-server:
+	@command -v etcd >/dev/null || $(call apt_install,etcd-server)
 
 # $(call apt_install,PACKAGES): as root, install Debian packages (apt-get update once per
 # checkout, and again if the install fails on stale lists); otherwise say exactly what to
