@@ -10,15 +10,17 @@ DEV := $(VENV)/.requirements-dev.stamp
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 PLUGIN_DIR ?= $(HOME)/.local/bin
+# Where `make kube-assets` writes the control-plane binaries (docs/real-control-plane.md).
+KUBE_ASSETS ?= .run/k8s-assets
 
-.PHONY: demo test bench lint fmt clean redis-server chromium kubectl prometheus kubectl-handoff
+.PHONY: demo test bench lint fmt clean redis-server chromium kubectl prometheus kubectl-handoff etcd-server kube-assets
 
 ## make demo: the whole stack on this machine at http://127.0.0.1:8000/ (Ctrl-C stops it)
 demo: $(RUNTIME) redis-server
 	$(PY) manage.py demo
 
 ## make test: the whole test suite, browser tests included
-test: $(DEV) redis-server chromium kubectl prometheus
+test: $(DEV) redis-server chromium kubectl prometheus etcd-server
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## make bench: the benchmarks (docs/benchmarks.md), e.g. make bench BENCH_ARGS=--quick
@@ -42,6 +44,11 @@ lint: $(DEV)
 fmt: $(DEV)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+## make kube-assets: kube-apiserver, kube-scheduler, kube-controller-manager v1.20.2 built from
+## Debian's source package into $(KUBE_ASSETS) (about 10 minutes), for the k8s tests
+kube-assets:
+	devtools/kube-assets.sh $(KUBE_ASSETS)
 
 clean:
 	rm -rf $(VENV) .run tests/artifacts .pytest_cache .ruff_cache
@@ -74,6 +81,10 @@ kubectl:
 prometheus:
 	@command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null || \
 	  $(call apt_install,prometheus prometheus-alertmanager)
+
+# etcd for the real control plane of the k8s tests (tests/k8s, docs/real-control-plane.md).
+etcd-server:
+	@command -v etcd >/dev/null || $(call apt_install,etcd-server)
 
 # $(call apt_install,PACKAGES): as root, install Debian packages (apt-get update once per
 # checkout, and again if the install fails on stale lists); otherwise say exactly what to

@@ -132,7 +132,7 @@ def stop_process(pid: int, started: int, timeout: float) -> None:
         time.sleep(0.1)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     # Runs in the child between fork and exec: if the supervisor is killed outright,
     # the kernel sends its children SIGTERM instead of leaving them running.
     if sys.platform == "linux":
@@ -393,7 +393,7 @@ class Devstack:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Its own group: Ctrl-C reaches us, not it.
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     def spawn(self, child: Child) -> None:

@@ -164,7 +164,9 @@ def watch(self, cluster: str, resource: str) -> str:
         source = KubeSource.for_cluster(config)
         sink = StreamSink(client, cluster, resource, maxlen=conf.stream_maxlen())
         _note_start(client, cluster, resource)
-        loop = WatchLoop(source, sink, resource, tuning, lease)
+        loop = WatchLoop(
+            source, sink, resource, tuning, lease, reconnect=lambda: KubeSource.for_cluster(config)
+        )
         with on_worker_stop(loop.stop):
             stopped = loop.run(time.monotonic() + tuning.window)
     except Exception as exc:

@@ -22,7 +22,7 @@ from kubernetes import client as k8s
 
 from handoff.core.report import build_report
 from handoff.live import queries, store
-from handoff.live.sources.base import WatchSettings
+from handoff.live.sources.base import SourceError, WatchSettings
 from handoff.live.sources.kube import KubeSource, client_for
 from handoff.live.sources.sink import StreamSink
 from handoff.live.sources.watching import WatchLoop, watch_step
@@ -176,6 +176,69 @@ def test_an_in_cluster_cluster_uses_the_service_account(
     assert b"authorization: bearer sa-token-4711" in proxy.seen.lower()
     stored = b"".join(v for _, v in redis_client.hscan_iter(store.stream_key("incl", "pods")))
     assert b"sa-token" not in stored
+
+
+def _self_signed(folder: Path, name: str) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 that is its own CA, and its key."""
+    cert, key = folder / f"{name}.crt", folder / f"{name}.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", f"/CN={name}", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def _tls_source(proxy: TlsProxy, ca: Path) -> KubeSource:
+    configuration = k8s.Configuration(host=f"https://127.0.0.1:{proxy.port}")
+    configuration.ssl_ca_cert = str(ca)
+    return KubeSource(client_for(configuration))
+
+
+@pytest.fixture
+def tls_front(served, tmp_path):
+    """The served simulator behind TLS (its certificate, and another CA that did not sign it)."""
+    server, _ = served
+    cert, key = _self_signed(tmp_path, "apiserver")
+    other, _ = _self_signed(tmp_path, "other-ca")
+    host, port = server.address.removeprefix("http://").rsplit(":", 1)
+    proxy = TlsProxy((host, int(port)), cert, key)
+    yield proxy, cert, other
+    proxy.close()
+
+
+def test_a_certificate_the_ca_did_not_sign_is_one_line_not_a_crash(tls_front):
+    """The kubernetes client turns a TLS failure into an ApiException without a body and
+    then fails decoding it (AttributeError): the source reads through that."""
+    proxy, _, other = tls_front
+    with pytest.raises(SourceError) as refused:
+        _tls_source(proxy, other).list("pods")
+    assert str(refused.value) == (
+        "API unreachable: SSLError (certificate verify failed: check the CA)"
+    )
+
+
+def test_a_fixed_configuration_counts_from_the_next_attempt(tls_front, redis_client):
+    """A failed call rebuilds the source from the cluster's configuration (a new token, the
+    right CA): the loop recovers without waiting for its window to end."""
+    proxy, cert, other = tls_front
+    sink = StreamSink(redis_client, "tls", "pods")
+    fixed = {"ca": other}
+    loop = WatchLoop(
+        _tls_source(proxy, other), sink, "pods", SETTINGS, lease=None,
+        reconnect=lambda: _tls_source(proxy, fixed["ca"]),
+    )  # fmt: skip
+    loop.step(lambda: True)
+    state = store.stream_state(redis_client, "tls", "pods")
+    assert state["failures"] == "1"
+    assert "certificate verify failed" in state["last_error"]
+    fixed["ca"] = cert  # the user fixes the kubeconfig's certificate-authority
+    loop.step(lambda: True)  # still the old source: fails, then rebuilds it
+    loop.step(lambda: True)
+    state = store.stream_state(redis_client, "tls", "pods")
+    assert state["failures"] == "0"
+    assert state["rv"]
 
 
 # ------------------------------------------------------------------ faults

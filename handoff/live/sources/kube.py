@@ -167,12 +167,31 @@ class KubeSource:
         except ApiException as exc:
             if exc.status == 410:
                 raise Gone(exc.reason or "Gone") from exc
+            if not exc.status:  # the client's word for a TLS failure (status 0)
+                raise SourceError(_tls_failure(exc.reason)) from exc
             retry = (exc.headers or {}).get("Retry-After")
             raise SourceError(
                 f"HTTP {exc.status} {exc.reason}", exc.status, _seconds(retry)
             ) from exc
+        except AttributeError as exc:
+            # kubernetes 36: the TLS failure's ApiException has no body, and the client's
+            # own handler fails decoding it. What failed is the exception it was handling.
+            cause = exc.__context__
+            if isinstance(cause, ApiException) and not cause.status:
+                raise SourceError(_tls_failure(cause.reason)) from cause
+            raise
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise SourceError(f"API unreachable: {type(exc).__name__}") from exc
+
+
+def _tls_failure(reason: str | None) -> str:
+    """One line for a failed TLS handshake (the client's reason is "SSLError" and urllib3's
+    message, which names the host): the class, and whether the certificate was refused."""
+    text = reason or ""
+    kind = text.split("\n", 1)[0].strip() or "SSLError"
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        return f"API unreachable: {kind} (certificate verify failed: check the CA)"
+    return f"API unreachable: {kind}"
 
 
 def _seconds(value: str | None) -> float | None:

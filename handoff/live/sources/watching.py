@@ -136,8 +136,13 @@ class WatchLoop:
         settings: WatchSettings,
         lease: Held,
         sleep: Callable[[float], Any] = time.sleep,
+        reconnect: Callable[[], WatchSource] | None = None,
     ) -> None:
         self.source = source
+        # Builds the source anew from the cluster's configuration after a failed call, so
+        # a fixed kubeconfig (a new token, the right CA) counts from the next attempt, not
+        # from the next window.
+        self.reconnect = reconnect
         self.sink = sink
         self.resource = resource
         self.settings = settings
@@ -198,6 +203,20 @@ class WatchLoop:
                 "%s/%s: %s; retrying in %.1fs", self.sink.cluster, self.resource, message, delay
             )
             self.halt.wait(delay)
+            self._reconnect()
+
+    def _reconnect(self) -> None:
+        if self.reconnect is None or self.halt.is_set():
+            return
+        try:
+            self.source = self.reconnect()
+        except Exception as exc:  # e.g. a kubeconfig caught mid-edit: the next failure retries
+            log.warning(
+                "%s/%s: cannot reload the cluster's configuration: %s",
+                self.sink.cluster,
+                self.resource,
+                type(exc).__name__,
+            )
 
     def _lost(self) -> None:
         log.warning("%s/%s: lease lost", self.sink.cluster, self.resource)

@@ -1,0 +1,179 @@
+"""Handoff's live path as a user runs it, pointed at the real control plane: a redis-server,
+a migrated database, a Celery worker (both queues) and beat, a demo-mode Daphne serving
+``/api``; clusters are added with ``manage.py clusters add NAME --kubeconfig … --start``.
+
+What the tests read is what a user reads: the JSON of ``/api``, ``/healthz`` and the
+output of ``manage.py status``; offline, ``record`` then ``triage --trace``.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import io
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import redis
+from django.core.management import call_command
+from django.test import override_settings
+
+from handoff.live import store
+from tests.conftest import BASE_DIR, python_env, spawn, stop, wait_until
+
+# Production defaults, except: pods count as stuck 30 s after binding (60 by default) so
+# the silent-kubelet situations get there inside the run; 60 s watch windows so hand-overs
+# (and a removed cluster's streams ending) happen inside it.
+SETTINGS = {
+    "HANDOFF_STUCK_AFTER": "30",
+    "HANDOFF_WATCH_WINDOW": "60",
+    "HANDOFF_SUPERVISE_INTERVAL": "2",
+}
+STREAMS = ("pods", "nodes", "events", "fold")
+WATCHED = ("pods", "nodes", "events")
+
+
+@dataclass
+class Stack:
+    """The running processes and how to reach them."""
+
+    base: Path
+    env: dict[str, str]
+    site: str
+    procs: list[subprocess.Popen] = field(default_factory=list)
+    opener: urllib.request.OpenerDirector = field(
+        default_factory=lambda: urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+    )
+
+    @property
+    def redis_url(self) -> str:
+        return self.env["REDIS_URL"]
+
+    def client(self) -> redis.Redis:
+        return redis.Redis.from_url(self.redis_url)
+
+    def get(self, path: str) -> tuple[int, dict[str, Any]]:
+        """GET a JSON path of the site: (HTTP status, body)."""
+        try:
+            with self.opener.open(self.site + path, timeout=30) as answer:
+                return answer.status, orjson.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, orjson.loads(exc.read() or b"{}")
+
+    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """``python manage.py ARGS`` in this stack's environment."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=BASE_DIR,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
+        return done
+
+    def add_cluster(self, name: str, kubeconfig: Path) -> None:
+        """What a user runs, then wait until every stream is held and has listed."""
+        self.manage("clusters", "add", name, "--kubeconfig", str(kubeconfig), "--start")
+        with self.client() as client:
+            wait_until(lambda: all_held(client, name), 60, f"{name}'s streams to be held")
+            wait_until(lambda: all_listed(client, name), 60, f"{name}'s first lists")
+
+    def remove_cluster(self, name: str) -> None:
+        self.manage("clusters", "remove", name)
+
+    def pods(self, cluster: str, namespace: str) -> list[dict[str, Any]]:
+        """Every pod view of a namespace, as /api/clusters/C/pods pages them."""
+        found: list[dict[str, Any]] = []
+        cursor = ""
+        while True:
+            query = f"?namespace={namespace}&limit=500" + (f"&cursor={cursor}" if cursor else "")
+            status, body = self.get(f"/api/clusters/{cluster}/pods{query}")
+            assert status == 200, body
+            found += body["pods"]
+            if not body.get("next"):
+                return found
+            cursor = body["next"]
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            stop(proc)
+
+
+def start_stack(base: Path, database_url: str, redis_url: str) -> Stack:
+    """Worker, beat and Daphne on ``redis_url``; returns once the worker's heartbeat is
+    fresh and Daphne answers."""
+    from tests.browser.conftest import start_daphne
+
+    env = python_env(
+        REDIS_URL=redis_url, DATABASE_URL=database_url, HANDOFF_RUN_DIR=str(base), **SETTINGS
+    )
+    stack = Stack(base, env, "")
+    try:
+        celery = [sys.executable, "-m", "celery", "-A", "handoff"]
+        worker = [*celery, "worker", "-Q", "default,watch", "-c", "10", "-n", "k8s@%h"]
+        worker += ["-l", "info", "--without-gossip", "--without-mingle"]
+        stack.procs.append(spawn(worker, base / "worker.log", env))
+        beat = [*celery, "beat", "-l", "info", "-s", str(base / "beat-schedule")]
+        stack.procs.append(spawn(beat, base / "beat.log", env))
+        daphne, stack.site = start_daphne({**env, "HANDOFF_DEMO": "1"}, base / "daphne.log")
+        stack.procs.append(daphne)
+        with stack.client() as client:
+            wait_until(lambda: client.get("handoff:health:worker-heartbeat"), 60, "heartbeat")
+    except BaseException:
+        stack.stop()
+        raise
+    return stack
+
+
+def all_held(client: redis.Redis, cluster: str) -> bool:
+    return all(store.holder(client, cluster, s) for s in STREAMS)
+
+
+def all_listed(client: redis.Redis, cluster: str) -> bool:
+    return all(store.stream_state(client, cluster, r).get("rv") for r in WATCHED)
+
+
+def wait_for(read: Callable[[], Any], ok: Callable[[Any], bool], timeout: float, what: str) -> Any:
+    """Poll ``read()`` until ``ok`` holds for its value; that value (else the last one,
+    in the assertion message)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if ok(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}: {value!r}")
+        time.sleep(1.0)
+
+
+def offline_triage(stack: Stack, cluster: str, out: Path, at: str) -> list[dict[str, Any]]:
+    """``record`` the cluster's stream to ``out``, then ``triage --trace`` it at ``at``
+    with the live stuck-after: the pods of the offline answer."""
+    with override_settings(REDIS_URL=stack.redis_url):
+        call_command("record", cluster, "--out", str(out), stdout=io.StringIO())
+    report = io.StringIO()
+    call_command(
+        "triage",
+        "--trace",
+        str(out),
+        "--at",
+        at,
+        "--stuck-after",
+        SETTINGS["HANDOFF_STUCK_AFTER"],
+        "--format",
+        "json",
+        stdout=report,
+    )
+    return orjson.loads(report.getvalue())["pods"]
