@@ -48,6 +48,7 @@ def watch_settings() -> WatchSettings:
         server_timeout=settings.HANDOFF_WATCH_SERVER_TIMEOUT,
         read_timeout=settings.HANDOFF_WATCH_READ_TIMEOUT,
         lease_ttl=settings.HANDOFF_LEASE_TTL,
+        backoff_cap=float(settings.HANDOFF_WATCH_BACKOFF_CAP),
     )
 
 
@@ -188,6 +189,8 @@ def watch(self, cluster: str, resource: str) -> str:
         source = KubeSource.for_cluster(config)
         sink = StreamSink(client, cluster, resource, maxlen=settings.HANDOFF_STREAM_MAXLEN)
         _note_start(client, cluster, resource)
+        # Where the stream goes: `status`, the home page and the board name it (not /healthz).
+        store.note_stream(client, cluster, resource, endpoint=source.endpoint)
         loop = WatchLoop(source, sink, resource, tuning, lease)
         with on_worker_stop(loop.stop):
             stopped = loop.run(time.monotonic() + tuning.window)
