@@ -12,7 +12,7 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 
 from handoff.core import verdicts as v
-from handoff.core.durations import add_samples, durations, new_samples, summarise
+from handoff.core.durations import add_samples, new_samples, pod_durations, summarise
 from handoff.core.explain import Context, explain
 from handoff.core.facts import parse_admission_message
 from handoff.core.gcpause import paused_gc
@@ -95,7 +95,7 @@ def pod_view(
         "explanation": explain(judgement.verdict, judgement.reason, ctx),
         "since": _iso(max(known)) if known else None,
         "milestones": dict(zip(v.MILESTONES, map(_iso, m), strict=True)),
-        "durations": durations(m),
+        "durations": pod_durations(pod),
         "stages": stages(m, now),
         "rejection": rejection,
         "podgc": {"earliest": _iso(window[0]), "latest": _iso(window[1])} if window else None,
@@ -112,7 +112,11 @@ _DELETED = _INDEX["deleted"]
 
 
 def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any]]:
-    """The stage bars between milestones; the current one is open and ends at ``now``."""
+    """The stage bars between milestones; the current one is open and ends at ``now``.
+
+    Only the last stage reached can be open: a stage whose end milestone is unknown or
+    before its start (a 1-second object timestamp, e.g. for a pod first seen already
+    running) ends where the next stage reached starts."""
     deleted = milestones[_DELETED]
     horizon = deleted if deleted is not None else now
     bars = []
@@ -129,15 +133,19 @@ def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any
             t = milestones[index]
             if t is not None and t >= start and (end is None or t < end):
                 end = t
-        bars.append(
-            {
-                "name": name,
-                "start": _iso(start),
-                "end": _iso(end if end is not None else max(horizon, start)),
-                "open": end is None and deleted is None,
-            }
-        )
-    return bars
+        bars.append([name, start, end])
+    for i in range(len(bars) - 1):
+        if bars[i][2] is None:
+            bars[i][2] = max(bars[i][1], min(later[1] for later in bars[i + 1 :]))
+    return [
+        {
+            "name": name,
+            "start": _iso(start),
+            "end": _iso(end if end is not None else max(horizon, start)),
+            "open": end is None and deleted is None,
+        }
+        for name, start, end in bars
+    ]
 
 
 def _sorted_events(pod: PodState) -> list[Any]:
@@ -200,6 +208,7 @@ def _ranked(
     wanted = set(only)
     counts: Counter[str] = Counter()
     samples = new_samples()
+    unobserved: dict[str, int] = {}
     ranked = []
     judge, inf = timeline.judge, math.inf
     with paused_gc():
@@ -207,7 +216,7 @@ def _ranked(
             judgement = judge(pod, now, stuck_after)
             verdict = judgement.verdict
             counts[verdict] += 1
-            add_samples(pod.milestones, samples)
+            add_samples(pod, samples, unobserved)
             if not wanted or verdict in wanted:
                 created = pod.milestones[_CREATED]
                 ranked.append(
@@ -229,7 +238,7 @@ def _ranked(
         "stuck_after": stuck_after,
         "summary": {
             "verdicts": {name: counts.get(name, 0) for name in v.VERDICT_NAMES},
-            "durations": summarise(samples),
+            "durations": summarise(samples, unobserved),
             "pods": sum(counts.values()),
             "nodes": len(timeline.nodes),
         },

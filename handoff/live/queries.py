@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ import orjson
 import redis
 
 from handoff.core import verdicts as v
-from handoff.core.durations import summarise
+from handoff.core.durations import not_observed, summarise
 from handoff.live import store
 
 ATTENTION: tuple[str, ...] = tuple(n for n in store.RANKED if v.VERDICTS[n].attention)
@@ -322,11 +323,14 @@ def durations(client: redis.Redis, cluster: str, sample: int = SAMPLE) -> dict[s
         uids = client.hrandfield(key, sample)
         raws = [raw for raw in client.hmget(key, uids) if raw]
     samples: dict[str, list[float]] = {}
+    unobserved: Counter[str] = Counter()
     for raw in raws:
-        for name, value in store.decode_view(raw)["durations"].items():
+        view = store.decode_view(raw)
+        for name, value in view["durations"].items():
             if value is not None:
                 samples.setdefault(name, []).append(value)
-    return {"pods": total, "sampled": len(raws), "durations": summarise(samples)}
+        unobserved.update(not_observed(view["milestones"], view["durations"]))
+    return {"pods": total, "sampled": len(raws), "durations": summarise(samples, unobserved)}
 
 
 # ------------------------------------------------------------------- resume

@@ -80,7 +80,13 @@ def test_it_summarises_a_cluster(signed_in, cluster):
     for name, count in summary["verdicts"].items():
         assert count == sum(1 for x in cluster.values() if x["verdict"] == name)
     assert summary["sampled"] == 300
-    assert set(summary["durations"]["create_to_running"]) == {"p50", "p90", "p99", "count"}
+    assert set(summary["durations"]["create_to_running"]) == {
+        "p50",
+        "p90",
+        "p99",
+        "count",
+        "not_observed",
+    }
     assert set(body["streams"]["streams"]) == {"pods", "nodes", "events", "fold"}
 
 
