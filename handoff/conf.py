@@ -23,6 +23,7 @@ def watch_settings() -> WatchSettings:
         server_timeout=settings.HANDOFF_WATCH_SERVER_TIMEOUT,
         read_timeout=settings.HANDOFF_WATCH_READ_TIMEOUT,
         lease_ttl=settings.HANDOFF_LEASE_TTL,
+        backoff_cap=float(settings.HANDOFF_WATCH_BACKOFF_CAP),
     )
 
 

@@ -164,6 +164,8 @@ def watch(self, cluster: str, resource: str) -> str:
         source = KubeSource.for_cluster(config)
         sink = StreamSink(client, cluster, resource, maxlen=conf.stream_maxlen())
         _note_start(client, cluster, resource)
+        # Where the stream goes: `status`, the home page and the board name it (not /healthz).
+        sink.note(endpoint=source.endpoint)
         loop = WatchLoop(
             source, sink, resource, tuning, lease, reconnect=lambda: KubeSource.for_cluster(config)
         )

@@ -24,16 +24,16 @@ def client() -> redis.Redis:
     return conf.redis_client(timeout=5, shared=True)
 
 
-def streams(per: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Per stream health (as /healthz reports it) and one word for the whole cluster."""
-    if not all(s["held"] for s in per.values()):
-        state = "down"
-    elif any(s["last_error"] and (s["error_age_s"] or 0) < 60 for s in per.values()):
-        state = "errors"
-    else:
-        state = "ok"
+def streams(name: str, per: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per stream health, one word for the whole cluster and one line per failing stream:
+    the judgement /healthz and `status` make (``handoff.live.health``)."""
     lags = [s["lag_s"] for s in per.values() if s["lag_s"] is not None]
-    return {"state": state, "lag_s": max(lags) if lags else None, "streams": per}
+    return {
+        "state": health.cluster_state(per),
+        "failing": health.failing_lines({name: per}),
+        "lag_s": max(lags) if lags else None,
+        "streams": per,
+    }
 
 
 def cluster_rows(c: redis.Redis) -> list[dict[str, Any]]:
@@ -42,7 +42,7 @@ def cluster_rows(c: redis.Redis) -> list[dict[str, Any]]:
     rows = []
     for name, config in queries.configs(c).items():
         counts = queries.counts(c, name)
-        health_ = streams(every.get(name, {}))
+        health_ = streams(name, every.get(name, {}))
         rows.append(
             {
                 "name": name,
@@ -51,6 +51,7 @@ def cluster_rows(c: redis.Redis) -> list[dict[str, Any]]:
                 "attention": counts["attention"],
                 "verdicts": counts["verdicts"],
                 "health": health_["state"],
+                "failing": health_["failing"],
                 "lag_s": health_["lag_s"],
                 "board": f"/clusters/{name}/",
             }
@@ -67,8 +68,8 @@ def summary(c: redis.Redis, config: ClusterConfig, durations: bool = True) -> di
     if durations:
         counts.update(_cached_durations(c, config.name))
     body["summary"] = counts
-    every = health.check_streams(c, time.time(), conf.stream_limits())
-    body["streams"] = streams(every.get(config.name, {}))
+    per = health.check_streams(c, time.time(), conf.stream_limits()).get(config.name, {})
+    body["streams"] = streams(config.name, per)
     return body
 
 

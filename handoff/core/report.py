@@ -58,6 +58,7 @@ def _ranked(
     wanted = set(only)
     counts: Counter[str] = Counter()
     samples = new_samples()
+    unobserved: dict[str, int] = {}
     ranked = []
     judge, inf = timeline.judge, math.inf
     with paused_gc():
@@ -65,7 +66,7 @@ def _ranked(
             judgement = judge(pod, now, stuck_after)
             verdict = judgement.verdict
             counts[verdict] += 1
-            add_samples(pod.milestones, samples)
+            add_samples(pod, samples, unobserved)
             if not wanted or verdict in wanted:
                 created = pod.milestones[CREATED]
                 ranked.append(
@@ -87,7 +88,7 @@ def _ranked(
         "stuck_after": stuck_after,
         "summary": {
             "verdicts": {name: counts.get(name, 0) for name in v.VERDICT_NAMES},
-            "durations": summarise(samples),
+            "durations": summarise(samples, unobserved),
             "pods": sum(counts.values()),
             "nodes": len(timeline.nodes),
         },

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from handoff.core import verdicts as v
-from handoff.core.durations import durations
+from handoff.core.durations import pod_durations
 from handoff.core.explain import Context, explain
 from handoff.core.facts import parse_admission_message
 from handoff.core.judge import Judgement
@@ -83,7 +83,7 @@ def pod_view(
         "explanation": explain(judgement.verdict, judgement.reason, ctx),
         "since": iso(max(known)) if known else None,
         "milestones": dict(zip(v.MILESTONES, map(iso, m), strict=True)),
-        "durations": durations(m),
+        "durations": pod_durations(pod),
         "stages": stages(m, now),
         "rejection": rejection,
         "podgc": {"earliest": iso(window[0]), "latest": iso(window[1])} if window else None,
@@ -111,7 +111,11 @@ _STAGE_SLOTS = tuple(
 
 def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any]]:
     """The stage bars between milestones; the current one is open and ends at ``now``.
-    A stage before "running" whose end never came closes once the pod is past it."""
+
+    Only the last stage reached can be open: a stage before "running" whose end never came
+    closes once the pod is past it, and any other stage whose end milestone is unknown or
+    before its start (a 1-second object timestamp, e.g. for a pod first seen already
+    running) ends where the next stage reached starts."""
     deleted = milestones[DELETED]
     horizon = deleted if deleted is not None else now
     bars = []
@@ -132,15 +136,19 @@ def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any
             end = _first(milestones, moved_on)
             if end is not None and end < start:  # a coarse second: the stage took none
                 end = start
-        bars.append(
-            {
-                "name": name,
-                "start": iso(start),
-                "end": iso(end if end is not None else max(horizon, start)),
-                "open": end is None and deleted is None,
-            }
-        )
-    return bars
+        bars.append([name, start, end])
+    for i in range(len(bars) - 1):
+        if bars[i][2] is None:
+            bars[i][2] = max(bars[i][1], min(later[1] for later in bars[i + 1 :]))
+    return [
+        {
+            "name": name,
+            "start": iso(start),
+            "end": iso(end if end is not None else max(horizon, start)),
+            "open": end is None and deleted is None,
+        }
+        for name, start, end in bars
+    ]
 
 
 def _first(milestones: Sequence[float | None], slots: tuple[int, ...]) -> float | None:

@@ -1,8 +1,15 @@
 """What /healthz reports: Redis reachability, the Celery worker heartbeat, and each
 watch stream: lag, holder, errors, and whether it is failing.
 
-Reports carry numbers and error class names only: /healthz is unauthenticated, so no
-hostnames, URLs or messages that could carry credentials.
+Reports carry numbers, error class names and causes in words ("connection refused"),
+never messages that could carry credentials. Each watch stream's API server
+(``endpoint``, host:port) is named by ``failing_lines`` for `status`, the home page and
+the board; /healthz is unauthenticated and leaves it out (``report(addresses=False)``).
+
+One judgement for every reader: ``check_streams`` says per stream whether it is failing
+and why, ``cluster_state`` turns that into one word per cluster and ``failing_lines`` into
+one line per failing stream. /healthz, `status`, the cluster list and the board all call
+these, so they cannot disagree.
 """
 
 import time
@@ -97,7 +104,33 @@ def _stream_health(
         "failures": int(state.get("failures") or 0),
         "last_error": state.get("last_error") or None,
         "error_age_s": _age(state.get("error_at"), now),
+        "endpoint": state.get("endpoint") or None,
+        "started": started is not None,
     }
+
+
+def cluster_state(per: dict[str, dict]) -> str:
+    """One word for a cluster's streams: ``failing`` when one is (the /healthz judgement),
+    ``starting`` when one has never been held yet but is not failing (a new cluster), else
+    ``ok``."""
+    if any(not s["ok"] for s in per.values()):
+        return "failing"
+    if any(not s["held"] and not s.get("started") for s in per.values()):
+        return "starting"
+    return "ok"
+
+
+def failing_lines(streams: dict[str, dict[str, dict]], addresses: bool = True) -> list[str]:
+    """One line per failing stream: ``cluster/stream (host:port): why``. Without
+    ``addresses`` (/healthz) the API server's host:port is left out."""
+    lines = []
+    for cluster, per in streams.items():
+        for stream, s in per.items():
+            if s["ok"]:
+                continue
+            where = f" ({s['endpoint']})" if addresses and s.get("endpoint") else ""
+            lines.append(f"{cluster}/{stream}{where}: {s['problem']}")
+    return lines
 
 
 def _problem(
@@ -152,8 +185,15 @@ def _age(text: str | None, now: float) -> float | None:
     return None if at is None else round(max(0.0, now - at), 1)
 
 
-def report(client: redis.Redis, now: float, stale_after: float, limits: StreamLimits) -> dict:
-    """The whole answer of /healthz: unhealthy when Redis, the workers or a stream fail."""
+def report(
+    client: redis.Redis,
+    now: float,
+    stale_after: float,
+    limits: StreamLimits,
+    addresses: bool = False,
+) -> dict:
+    """The whole answer of /healthz: unhealthy when Redis, the workers or a stream fail.
+    Without ``addresses`` no stream carries its API server's host:port."""
     result = {"redis": check_redis(client)}
     result["celery"] = (
         check_celery(client, now, stale_after)
@@ -164,12 +204,11 @@ def report(client: redis.Redis, now: float, stale_after: float, limits: StreamLi
         }
     )
     result["streams"] = check_streams(client, now, limits) if result["redis"]["ok"] else {}
-    failing = [
-        f"{cluster}/{stream}: {s['problem']}"
-        for cluster, streams in result["streams"].items()
-        for stream, s in streams.items()
-        if not s["ok"]
-    ]
+    failing = failing_lines(result["streams"], addresses)
+    if not addresses:
+        for per in result["streams"].values():
+            for s in per.values():
+                s.pop("endpoint")
     if failing:
         result["failing"] = failing
     healthy = result["redis"]["ok"] and result["celery"]["ok"] and not failing

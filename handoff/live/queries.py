@@ -10,6 +10,7 @@ stored views are decoded here with ``handoff.core.viewcodec``.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ import orjson
 import redis
 
 from handoff.core import verdicts as v
-from handoff.core.durations import summarise
+from handoff.core.durations import not_observed, summarise
 from handoff.core.trace import format_time, parse_time
 from handoff.core.viewcodec import decode_view
 from handoff.live import clusters, store
@@ -61,11 +62,14 @@ def durations(client: redis.Redis, cluster: str, sample: int = SAMPLE) -> dict[s
         uids = client.hrandfield(key, sample)
         raws = [raw for raw in client.hmget(key, uids) if raw]
     samples: dict[str, list[float]] = {}
+    unobserved: Counter[str] = Counter()
     for raw in raws:
-        for name, value in decode_view(raw)["durations"].items():
+        view = decode_view(raw)
+        for name, value in view["durations"].items():
             if value is not None:
                 samples.setdefault(name, []).append(value)
-    return {"pods": total, "sampled": len(raws), "durations": summarise(samples)}
+        unobserved.update(not_observed(view["milestones"], view["durations"]))
+    return {"pods": total, "sampled": len(raws), "durations": summarise(samples, unobserved)}
 
 
 # ------------------------------------------------------------------- resume

@@ -25,7 +25,7 @@ import redis
 from django.core.management import call_command
 from django.test import override_settings
 
-from handoff.live import store
+from handoff.live import leases, store
 from tests.conftest import BASE_DIR, python_env, spawn, stop, wait_until
 
 # Production defaults, except: pods count as stuck 30 s after binding (60 by default) so
@@ -138,7 +138,7 @@ def start_stack(base: Path, database_url: str, redis_url: str) -> Stack:
 
 
 def all_held(client: redis.Redis, cluster: str) -> bool:
-    return all(store.holder(client, cluster, s) for s in STREAMS)
+    return all(leases.holder(client, cluster, s) for s in STREAMS)
 
 
 def all_listed(client: redis.Redis, cluster: str) -> bool:

@@ -102,7 +102,13 @@ def test_it_prints_the_documented_json(trace):
         "capacity": 4000,
     }
     assert report["summary"]["verdicts"]["rejected"] == 1
-    assert set(report["summary"]["durations"]["create_to_bind"]) == {"p50", "p90", "p99", "count"}
+    assert set(report["summary"]["durations"]["create_to_bind"]) == {
+        "p50",
+        "p90",
+        "p99",
+        "count",
+        "not_observed",
+    }
 
 
 def test_it_evaluates_at_a_given_time_with_only_what_was_seen_by_then(trace):

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from handoff.core.timeline import fold_trace
+from handoff.offline.triage import fold_trace
 from handoff.sim import Options, find_scenario, run
 from handoff.sim.versions import NEWEST
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.contrib.auth.models import User
 
@@ -50,15 +52,24 @@ def test_it_answers_unknown_clusters_with_404_json(signed_in, redis_client, url)
     assert "nope" in response.json()["error"]
 
 
-def test_it_lists_clusters_with_counts_and_stream_health(signed_in, cluster):
+def test_it_lists_clusters_with_counts_and_stream_health(signed_in, cluster, redis_client):
     body = signed_in.get("/api/clusters").json()
     (row,) = body["clusters"]
     assert row["name"] == "prod"
     assert row["kind"] == "kubeconfig"
     assert row["pods"] == 300
     assert row["attention"] == sum(1 for x in cluster.values() if x["verdict"] in queries.ATTENTION)
-    assert row["health"] == "down"  # no watch holds a lease in this test
+    # No watch holds a lease in this test: just registered, the streams are starting...
+    assert row["health"] == "starting"
+    assert row["failing"] == []
     assert row["board"] == "/clusters/prod/"
+    # ...and failing once nobody took them for longer than HANDOFF_STREAM_UNHELD_LIMIT,
+    # as /healthz says.
+    for stream in ("pods", "nodes", "events", "fold"):
+        store.note_stream(redis_client, "prod", stream, registered=time.time() - 31)
+    (row,) = signed_in.get("/api/clusters").json()["clusters"]
+    assert row["health"] == "failing"
+    assert "prod/pods: no holder for 31s (lease lapsed, no successor)" in row["failing"]
 
 
 def test_it_summarises_a_cluster(signed_in, cluster):
@@ -69,7 +80,13 @@ def test_it_summarises_a_cluster(signed_in, cluster):
     for name, count in summary["verdicts"].items():
         assert count == sum(1 for x in cluster.values() if x["verdict"] == name)
     assert summary["sampled"] == 300
-    assert set(summary["durations"]["create_to_running"]) == {"p50", "p90", "p99", "count"}
+    assert set(summary["durations"]["create_to_running"]) == {
+        "p50",
+        "p90",
+        "p99",
+        "count",
+        "not_observed",
+    }
     assert set(body["streams"]["streams"]) == {"pods", "nodes", "events", "fold"}
 
 

@@ -33,14 +33,24 @@ HEATMAP_NODES = 60
 SWIMLANE_LIMIT = 10_000
 
 
-def distribution(values: list[float]) -> dict[str, Any]:
-    """Percentiles, a log-binned histogram and a down-sampled ECDF of one duration."""
+def distribution(values: list[float], unobserved: int = 0) -> dict[str, Any]:
+    """Percentiles, a log-binned histogram and a down-sampled ECDF of one duration, over
+    the ``count`` pods it was measured for; ``not_observed`` pods reached its end unseen."""
     values = sorted(values)
     n = len(values)
     if not n:
-        return {"count": 0, "p50": None, "p90": None, "p99": None, "histogram": None, "ecdf": None}
+        return {
+            "count": 0,
+            "not_observed": unobserved,
+            "p50": None,
+            "p90": None,
+            "p99": None,
+            "histogram": None,
+            "ecdf": None,
+        }
     return {
         "count": n,
+        "not_observed": unobserved,
         "p50": percentile(values, 0.50),
         "p90": percentile(values, 0.90),
         "p99": percentile(values, 0.99),
@@ -85,6 +95,7 @@ class Fleet:
     def __init__(self, swimlane_limit: int = SWIMLANE_LIMIT) -> None:
         self.limit = swimlane_limit
         self.samples: dict[str, list[float]] = {name: [] for name in FLEET_DURATIONS}
+        self.unobserved: Counter[str] = Counter()
         self.failures: dict[str, Counter[str]] = {}
         self.latency: dict[str, dict[str, list[float]]] = {}
         self.pods: Counter[str] = Counter()
@@ -101,6 +112,7 @@ class Fleet:
             value = durations.get(name)
             if value is not None:
                 self.samples[name].append(value)
+        self.unobserved.update(row.unobserved)
         node = row.node
         if node:
             self.pods[node] += 1
@@ -127,7 +139,10 @@ class Fleet:
             "pods": self.total,
             "verdicts": {name: self.verdicts.get(name, 0) for name in v.VERDICT_NAMES},
             "slo_seconds": SLO_SECONDS,
-            "durations": {name: distribution(self.samples[name]) for name in FLEET_DURATIONS},
+            "durations": {
+                name: distribution(self.samples[name], self.unobserved[name])
+                for name in FLEET_DURATIONS
+            },
             "heatmap": heatmap(self.pods, self.failures, self.latency),
             "swimlane": swimlane(chosen, self.total - len(chosen)),
         }

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from handoff.core.durations import durations
+from handoff.core.durations import not_observed, pod_durations
 from handoff.core.podstate import CREATED, PodState
 from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
@@ -28,6 +28,8 @@ class PodRow:
     # The stage bars, made only for the pods a chart draws (``stage_bars``).
     stage_source: Callable[[], list[dict[str, Any]]] = field(repr=False, default=list)
     podgc: dict[str, Any] | None = None
+    # The durations whose end happened but which have no figure (durations.not_observed).
+    unobserved: tuple[str, ...] = ()
 
     def stage_bars(self) -> list[dict[str, Any]]:
         return self.stage_source()
@@ -36,6 +38,7 @@ class PodRow:
 def row_from_view(view: dict[str, Any]) -> PodRow:
     """A row of a stored pod view (the live store's JSON)."""
     bars = view.get("stages") or []
+    values = view.get("durations") or {}
     return PodRow(
         view["namespace"],
         view["name"],
@@ -46,9 +49,10 @@ def row_from_view(view: dict[str, Any]) -> PodRow:
         view.get("reason"),
         view.get("binding"),
         (view.get("milestones") or {}).get("created") or "",
-        view.get("durations") or {},
+        values,
         lambda: bars,
         view.get("podgc"),
+        tuple(not_observed(view.get("milestones") or {}, values)),
     )
 
 
@@ -58,6 +62,7 @@ def row_from_pod(timeline: Timeline, pod: PodState, now: float, stuck_after: flo
     created = pod.milestones[CREATED]
     window = judged.podgc_window
     milestones = pod.milestones
+    values = pod_durations(pod)
     return PodRow(
         pod.namespace,
         pod.name,
@@ -68,7 +73,8 @@ def row_from_pod(timeline: Timeline, pod: PodState, now: float, stuck_after: flo
         judged.reason,
         timeline.binding(pod),
         format_time(created) if created is not None else "",
-        durations(milestones),
+        values,
         lambda: stages(milestones, now),
         {"earliest": format_time(window[0]), "latest": format_time(window[1])} if window else None,
+        tuple(not_observed(milestones, values)),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,7 @@ def load_in_cluster(configuration: k8s.Configuration) -> None:
 class KubeSource:
     def __init__(self, api: k8s.ApiClient, events_group: str | None = None) -> None:
         self.api = api
+        self.endpoint = endpoint_of(api.configuration.host)
         self._events_group = events_group
         self._response: Any = None
         self._lock = threading.Lock()
@@ -109,6 +111,8 @@ class KubeSource:
     def watch(
         self, resource: str, resource_version: str, settings: WatchSettings
     ) -> Iterator[dict[str, Any]]:
+        """Sends the watch request at once (an error status raises here, before any event:
+        the caller knows the API server answered when this returns), then yields events."""
         query = {
             "watch": "true",
             "allowWatchBookmarks": "true",
@@ -120,6 +124,9 @@ class KubeSource:
         )
         with self._lock:
             self._response = response
+        return self._events(response)
+
+    def _events(self, response: Any) -> Iterator[dict[str, Any]]:
         try:
             for line in _lines(response):
                 event = orjson.loads(line)
@@ -181,7 +188,35 @@ class KubeSource:
                 raise SourceError(_tls_failure(cause.reason)) from cause
             raise
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise SourceError(f"API unreachable: {type(exc).__name__}") from exc
+            raise SourceError(f"API unreachable: {cause(exc)}") from exc
+
+
+def endpoint_of(url: str) -> str:
+    """``host:port`` of the API server's URL (the scheme's port when none is given)."""
+    parsed = urllib.parse.urlsplit(url or "")
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    port = port or (443 if parsed.scheme == "https" else 80)
+    host = parsed.hostname or "?"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def cause(exc: BaseException) -> str:
+    """Why a connection failed, in words and without the address (the caller names the
+    endpoint): ``connection refused (NewConnectionError)``, ``timed out (ConnectTimeoutError)``."""
+    seen: BaseException | None = exc
+    for _ in range(5):  # the OS error urllib3 wrapped, if any
+        if seen is None or (isinstance(seen, OSError) and seen.strerror):
+            break
+        seen = getattr(seen, "reason", None) or seen.__cause__ or seen.__context__
+    name = type(exc).__name__
+    if isinstance(seen, OSError) and seen.strerror:
+        return f"{seen.strerror[0].lower()}{seen.strerror[1:]} ({name})"
+    if "timed out" in str(exc).lower():
+        return f"timed out ({name})"
+    return name
 
 
 def _tls_failure(reason: str | None) -> str:

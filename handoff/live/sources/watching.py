@@ -86,14 +86,21 @@ def watch_step(
     resource: str,
     settings: WatchSettings,
     keep_going: Callable[[], bool],
+    answered: Callable[[], object] = lambda: None,
 ) -> str:
-    """One list or one watch request. Returns "listed", "watched" or "gone"."""
+    """One list or one watch request. Returns "listed", "watched" or "gone".
+
+    ``answered`` is called as soon as the API server has answered: the list is stored, or
+    the watch request is open (before its first event, which may be a minute away)."""
     version = sink.state().get("rv")
     if not version:
         relist(source, sink, resource)
+        answered()
         return "listed"
     try:
-        for event in source.watch(resource, version, settings):
+        events = source.watch(resource, version, settings)
+        answered()
+        for event in events:
             type_, obj = event.get("type"), event.get("object") or {}
             if type_ == "BOOKMARK":
                 sink.checkpoint((obj.get("metadata") or {}).get("resourceVersion", version))
@@ -179,7 +186,9 @@ class WatchLoop:
 
     def step(self, keep_going: Callable[[], bool]) -> None:
         try:
-            watch_step(self.source, self.sink, self.resource, self.settings, keep_going)
+            watch_step(
+                self.source, self.sink, self.resource, self.settings, keep_going, self._answered
+            )
         except SourceError as exc:
             if self.halt.is_set():
                 return  # the connection was closed on purpose (lease lost, stopping)
@@ -187,9 +196,17 @@ class WatchLoop:
         except self.sink.Unavailable as exc:
             self._failed(f"redis: {type(exc).__name__}", None)
         else:
-            if self.failures:
-                self.failures = 0
+            self._answered()
+
+    def _answered(self) -> None:
+        """The API server answered: the run of failures is over now, not when the watch
+        request ends (up to HANDOFF_WATCH_SERVER_TIMEOUT later, with events flowing all
+        the while: issue 21 saw a stream FAILING for minutes after it had recovered)."""
+        if self.failures:
+            self.failures = 0
+            with contextlib.suppress(self.sink.Unavailable):
                 self.sink.recovered()
+            log.info("%s/%s (%s): recovered", self.sink.cluster, self.resource, self._endpoint)
 
     def _failed(self, message: str, retry_after: float | None) -> None:
         # A silent connection that timed out is routine: re-watch at once, the first time.
@@ -200,7 +217,12 @@ class WatchLoop:
         if not routine:
             delay = self.settings.backoff(self.failures - 1, retry_after)
             log.warning(
-                "%s/%s: %s; retrying in %.1fs", self.sink.cluster, self.resource, message, delay
+                "%s/%s (%s): %s; retrying in %.1fs",
+                self.sink.cluster,
+                self.resource,
+                self._endpoint,
+                message,
+                delay,
             )
             self.halt.wait(delay)
             self._reconnect()
@@ -217,6 +239,10 @@ class WatchLoop:
                 self.resource,
                 type(exc).__name__,
             )
+
+    @property
+    def _endpoint(self) -> str:
+        return getattr(self.source, "endpoint", None) or "?"
 
     def _lost(self) -> None:
         log.warning("%s/%s: lease lost", self.sink.cluster, self.resource)

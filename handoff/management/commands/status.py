@@ -30,12 +30,7 @@ class Command(BaseCommand):
                 for name, streams in report.items()
                 for stream in streams
             }
-        failing = [
-            f"{name}/{stream}: {s['problem']}"
-            for name, streams in report.items()
-            for stream, s in streams.items()
-            if not s["ok"]
-        ]
+        failing = health.failing_lines(report)
         if options["format"] == "json":
             for name, streams in report.items():
                 for stream, s in streams.items():

@@ -12,6 +12,7 @@ const SVG = "http://www.w3.org/2000/svg";
 const FILTERS = ["verdict", "namespace", "node", "binding", "q"];
 const PAGE = 100;
 const REFETCH_EVERY = 5000; // ms between refetches of the page while a burst lasts
+const HEALTH_PERIOD_MS = 5000; // ms between looks at the streams' health (live boards)
 
 const meta = JSON.parse(document.getElementById("handoff-meta").textContent);
 const ranked = [...meta.verdicts].sort((a, b) => b.severity - a.severity);
@@ -86,6 +87,11 @@ class Board {
     if (this.wsPath) this.connect();
     else this.setLive("static", "not live");
     setInterval(() => this.tick(), 1000);
+    // Stream health changes without any pod changing (a stream failing stops them):
+    // ask for it on a period of its own.
+    if (root.querySelector("[data-health]")) {
+      setInterval(() => this.refreshSummary(0), HEALTH_PERIOD_MS);
+    }
   }
 
   // ------------------------------------------------------------ filters
@@ -297,10 +303,25 @@ class Board {
         if (!response.ok) return;
         const body = await response.json();
         this.cards(((body.summary || {}).verdicts) || {});
+        if (body.streams) this.health(body.streams);
       } catch (error) {
         // The next update asks again.
       }
     }, delay);
+  }
+
+  health(streams) {
+    // The same words and lines as /healthz and `manage.py status` (handoff/live/health.py).
+    const badge = this.root.querySelector("[data-health]");
+    if (badge) {
+      badge.textContent = `streams ${streams.state}`;
+      badge.className = `health health-${streams.state}`;
+    }
+    const list = this.root.querySelector("[data-failing]");
+    if (list) {
+      list.replaceChildren(...(streams.failing || []).map((line) => el("li", {}, line)));
+      list.hidden = !(streams.failing || []).length;
+    }
   }
 
   cards(counts) {

@@ -17,7 +17,8 @@
     body.textContent = "";
     Object.keys(data.durations).forEach(function (name) {
       var d = data.durations[name];
-      var tr = H.row([LABELS[name] || name, d.count, H.seconds(d.p50), H.seconds(d.p90), H.seconds(d.p99), H.seconds(d.max)]);
+      var tr = H.row([LABELS[name] || name, d.count, d.not_observed || 0, H.seconds(d.p50), H.seconds(d.p90), H.seconds(d.p99), H.seconds(d.max)]);
+      tr.dataset.percentiles = name;
       if (name === "create_to_running" && d.p99 !== null && d.p99 > data.slo_seconds) tr.className = "warning";
       body.appendChild(tr);
     });
