@@ -6,6 +6,9 @@ output in RUN_DIR/<name>.log. Ctrl-C or SIGTERM only sets a flag; the loop notic
 stops every child. A pidfile remembers the children, so a run that was killed outright is
 cleaned up by the next one.
 
+Once serving, it publishes its Redis and URL in RUN_DIR/demo.json (``handoff.demoenv``),
+which settings read when REDIS_URL is unset: commands from a second shell find the demo.
+
 Plain Python on purpose: no Django import, so each step can be tested alone.
 """
 
@@ -28,10 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from handoff import demoenv
+
 PIDFILE = "demo.pid"
 # The simulator's demo scenario, live at wall-clock speed, served over the Kubernetes API
 # and watched by the worker like any cluster (registered as DEMO_CLUSTER).
-SIMULATOR_ARGS = ["simulate", "--scenario", "steady", "--speed", "1"]
+SIMULATOR_ARGS = ["simulate", "--scenario", "demo", "--speed", "1"]
 DEMO_CLUSTER = "demo"
 # Watch-queue slots: per cluster three watch streams and one fold worker, plus room for
 # the successors they enqueue at a hand-over.
@@ -221,6 +226,7 @@ class Devstack:
         return True
 
     def shutdown(self) -> None:
+        demoenv.withdraw(self.run_dir)
         if not self.children:
             self.remove_pidfile()
             return
@@ -327,7 +333,8 @@ class Devstack:
         if not self.with_simulator:
             return True
         port = free_port()
-        kubeconfig = self.run_dir / "sim-kubeconfig"
+        # Its own file, named for the cluster: no other simulator writes it.
+        kubeconfig = self.run_dir / f"{DEMO_CLUSTER}.kubeconfig"
         kubeconfig.unlink(missing_ok=True)
         serve = ["--serve", f"127.0.0.1:{port}", "--kubeconfig", str(kubeconfig)]
         argv = [self.python, "manage.py", *SIMULATOR_ARGS, *serve]
@@ -358,6 +365,7 @@ class Devstack:
     def wait_until_serving(self) -> bool:
         if not self.wait_for("web", lambda: self.probe() is not None):
             return False
+        demoenv.publish(self.run_dir, url=self.url, redis_url=self.redis_url)
         self.say(f"Handoff is running at {self.url}")
         self.say(f"logs: {self.run_dir}/*.log · stop: Ctrl-C")
         return True

@@ -152,6 +152,55 @@ def test_it_watches_the_simulator_live_like_any_cluster(run_dir):
     assert processes_of_run(run_dir) == []
 
 
+def board_summary(port: int) -> dict:
+    try:
+        url = f"http://127.0.0.1:{port}/api/clusters/demo/summary"
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return json.loads(r.read())["summary"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+@pytest.mark.slow
+def test_the_board_shows_every_attention_verdict_soon_after_the_url(run_dir):
+    """Reports "URL printed → first attention pod on the board" (target ≤ 60 s) and when
+    the last of the seven attention verdicts arrived; both land in tests/artifacts."""
+    from handoff.live.queries import ATTENTION
+
+    port = free_port()
+    demo = start_demo(run_dir, port, simulator=True)
+    seen: dict[str, float] = {}
+    try:
+        wait_until(lambda: "Handoff is running at" in demo_output(run_dir), 120, "the URL")
+        printed = time.monotonic()
+        published = json.loads((run_dir / "demo.json").read_text())
+        assert published["url"] == f"http://127.0.0.1:{port}/"
+
+        def every_verdict_seen() -> bool:
+            counts = board_summary(port).get("verdicts", {})
+            for name in ATTENTION:
+                if counts.get(name) and name not in seen:
+                    seen[name] = time.monotonic() - printed
+            return len(seen) == len(ATTENTION)
+
+        wait_until(every_verdict_seen, 240, "every attention verdict on the board")
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(timeout=60) == 0
+    finally:
+        if demo.poll() is None:
+            stop(demo)
+    assert not (run_dir / "demo.json").exists()
+    line = (
+        f"make demo: URL printed → first attention pod on the board {min(seen.values()):.1f} s, "
+        f"every attention verdict {max(seen.values()):.1f} s (target ≤ 60 s): "
+        + ", ".join(f"{name} {t:.1f} s" for name, t in sorted(seen.items(), key=lambda x: x[1]))
+    )
+    print(line)
+    artifacts = BASE_DIR / "tests" / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    (artifacts / "demo-first-attention.txt").write_text(line + "\n")
+
+
 @pytest.mark.slow
 @pytest.mark.faults
 def test_it_leaves_no_strays_after_a_killed_run(run_dir):

@@ -42,6 +42,9 @@ class Scenario:
     build: Callable[[Options], Cluster]
     duration: float | None  # default virtual length; None runs until stopped
     summary: str
+    # Virtual seconds already run when the cluster is served (``simulate --serve``): the
+    # first list finds a cluster with a past, as a real one has.
+    lead: float = 0.0
 
 
 # --- manual-scheduling (seed 003) ----------------------------------------------------------
@@ -194,5 +197,29 @@ register(
         _scale,
         300.0,
         "--nodes/--pods already running (up to 5,000/150,000), --churn pods/s turned over",
+    )
+)
+
+
+def _demo(opts: Options) -> Cluster:
+    from handoff.sim.scenarios.demo import demo
+
+    return demo(opts)
+
+
+def _demo_lead() -> float:
+    from handoff.sim.scenarios.demo import LEAD
+
+    return LEAD
+
+
+register(
+    Scenario(
+        "demo",
+        _demo,
+        None,
+        "steady's churn plus a handoff incident every 7-12 minutes: every attention verdict "
+        "within the first minute (what `make demo` serves)",
+        lead=_demo_lead(),
     )
 )
