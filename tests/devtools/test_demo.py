@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools.devstack import Child, Devstack, free_port, group_members, start_time
+from devtools.devstack import Child, Devstack, free_port, group_members, port_open, start_time
 from tests.conftest import BASE_DIR, spawn, stop, wait_until
 
 
@@ -199,6 +199,64 @@ def test_the_board_shows_every_attention_verdict_soon_after_the_url(run_dir):
     artifacts = BASE_DIR / "tests" / "artifacts"
     artifacts.mkdir(exist_ok=True)
     (artifacts / "demo-first-attention.txt").write_text(line + "\n")
+
+
+def serve_simulator(run_dir: Path, log: str) -> subprocess.Popen:
+    env = {**os.environ, "HANDOFF_RUN_DIR": str(run_dir), "PYTHONUNBUFFERED": "1"}
+    argv = [sys.executable, "manage.py", "simulate", "--scenario", "steady"]
+    return spawn([*argv, "--serve", "127.0.0.1:0"], run_dir.parent / log, env)
+
+
+def second_shell(run_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    """A command from another terminal: no REDIS_URL, only the checkout's run dir."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    env["HANDOFF_RUN_DIR"] = str(run_dir)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_two_simulators_and_a_demo_side_by_side(run_dir):
+    """Each writes its own kubeconfig; none rewrites another's; the README's commands
+    work from a second shell while the demo runs, and say so in one line once it stops."""
+    port = free_port()
+    demo = start_demo(run_dir, port, simulator=True)
+    sims: list[subprocess.Popen] = []
+    try:
+        wait_until(lambda: "Handoff is running at" in demo_output(run_dir), 120, "the URL")
+        demo_kubeconfig = run_dir / "demo.kubeconfig"
+        before = demo_kubeconfig.read_text()
+        sims = [serve_simulator(run_dir, f"sim-{i}.log") for i in (1, 2)]
+        own = lambda: sorted(run_dir.glob("sim-*.kubeconfig"))  # noqa: E731
+        wait_until(lambda: len(own()) == 2, 60, "both simulators' kubeconfigs")
+        servers = {p.read_text().split("server: ")[1].split()[0] for p in own()}
+        assert len(servers) == 2
+        assert demo_kubeconfig.read_text() == before
+
+        board = second_shell(run_dir, "triage", "--cluster", "demo", "--format", "json")
+        assert board.returncode == 0, board.stderr
+        assert json.loads(board.stdout)["pods"]
+        listed = second_shell(run_dir, "clusters", "list")
+        assert str(demo_kubeconfig) in listed.stdout
+        for sim in sims:
+            sim.send_signal(signal.SIGINT)
+            sim.wait(timeout=30)
+        assert own() == []
+        assert demo_kubeconfig.read_text() == before
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(timeout=60) == 0
+    finally:
+        for proc in (*sims, demo):
+            if proc.poll() is None:
+                stop(proc)
+    if port_open(6379):
+        return  # a developer's own Redis answers there: nothing to report
+    status = second_shell(run_dir, "status")
+    assert status.returncode == 1
+    assert "Traceback" not in status.stderr
+    assert status.stderr.startswith("cannot reach Redis at redis://127.0.0.1:6379/0 (from the")
 
 
 @pytest.mark.slow
