@@ -52,6 +52,7 @@ def board(request: HttpRequest, cluster: str) -> HttpResponse:
     counts = summary["summary"]["verdicts"]
     context = {
         "cluster": config,
+        "described": clusterdata.describe(config),
         "cards": [
             {
                 "name": x.name,

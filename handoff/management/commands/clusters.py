@@ -110,17 +110,28 @@ class Command(BaseCommand):
             configuration, context = clustercheck.kubeconfig_context(
                 cluster.kubeconfig, cluster.context
             )
+            # The context checked is the one watched, even if the file's current one moves.
+            cluster.context = context
             version = clustercheck.api_version(configuration) if reach else "not checked"
+            self._note_api(cluster, configuration.host, version if reach else "")
             return f"kubeconfig · context {context} · {configuration.host} · {version}"
         if cluster.kind == Cluster.IN_CLUSTER:
             configuration = clustercheck.in_cluster()
             version = clustercheck.api_version(configuration) if reach else "not checked"
+            self._note_api(cluster, configuration.host, version if reach else "")
             return f"in-cluster · {configuration.host} · {version}"
         if cluster.kind == Cluster.SIMULATOR:
             clustercheck.scenario(cluster.scenario)
             return f"simulator · {cluster.scenario}"
         found = clustercheck.trace_file(cluster.trace)
         return f"trace · {Path(cluster.trace).name} ({found})"
+
+    @staticmethod
+    def _note_api(cluster: Cluster, server: str, version: str) -> None:
+        """Where the API is and what it said it is, for the pages' titles (no secret)."""
+        cluster.options = {**cluster.options, "server": server}
+        if version:
+            cluster.options["version"] = version
 
     def _list(self, options: dict[str, Any]) -> None:
         rows = [("NAME", "KIND", "WHERE")]
