@@ -163,6 +163,8 @@ class Devstack:
     port: int = 8000
     redis_url: str | None = None
     with_simulator: bool = False
+    # Watch this cluster instead: (name, kubeconfig path, context), checked beforehand.
+    watch: tuple[str, str, str] | None = None
     python: str = sys.executable
     stop_timeout: float = 10.0
     start_timeout: float = 60.0
@@ -201,6 +203,7 @@ class Devstack:
             self.start_beat,
             self.start_web,
             self.start_simulator,
+            self.watch_cluster,
             self.wait_until_serving,
         ]
         # all() stops at the first step that fails or finds us stopping.
@@ -349,6 +352,22 @@ class Devstack:
         )
         if not added:
             self.say(f"could not register the demo cluster; see {self.log_path('clusters')}")
+        return True
+
+    def watch_cluster(self) -> bool:
+        """Register the given kubeconfig's cluster (read-only: Handoff only lists and
+        watches) and start its streams, in place of the simulator."""
+        if self.watch is None:
+            return True
+        name, kubeconfig, context = self.watch
+        # Its data is kept: a new run goes on where the last one stopped.
+        self.manage("clusters", "remove", name, "--keep-data", check=False)
+        added = ["clusters", "add", name, "--kubeconfig", kubeconfig, "--start"]
+        if not self.manage(*added, *(["--context", context] if context else [])):
+            self.say(f"could not register {name}; see {self.log_path('clusters')}")
+            self.exit_code = 1
+            return False
+        self.say(f"watching {name} (kubeconfig {kubeconfig}, read-only)")
         return True
 
     def manage(self, *args: str, check: bool = True) -> bool:

@@ -259,6 +259,74 @@ def test_two_simulators_and_a_demo_side_by_side(run_dir):
     assert status.stderr.startswith("cannot reach Redis at redis://127.0.0.1:6379/0 (from the")
 
 
+def test_a_kubeconfig_that_does_not_work_is_one_line_before_anything_starts(run_dir):
+    result = second_shell(run_dir, "demo", "--kubeconfig", str(run_dir / "nope"))
+    assert result.returncode == 1
+    assert result.stderr == f"CommandError: kubeconfig {run_dir / 'nope'} does not exist\n"
+    port = free_port()
+    dead = run_dir / "dead.kubeconfig"
+    dead.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\n"
+        "users:\n- name: u\n  user:\n    token: t\n"
+        "contexts:\n- name: prod\n  context:\n    cluster: c\n    user: u\n"
+        "current-context: prod\n"
+    )
+    result = second_shell(run_dir, "demo", "--kubeconfig", str(dead), "--context", "staging")
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith("has no context 'staging' (it has: prod)")
+    result = second_shell(run_dir, "demo", "--kubeconfig", str(dead))
+    assert result.returncode == 1
+    assert f"the API at http://127.0.0.1:{port} does not answer" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert not (run_dir / "demo.pid").exists()
+    assert processes_of_run(run_dir) == []
+
+
+@pytest.mark.slow
+def test_it_watches_your_own_cluster_instead_of_the_simulator(run_dir, tmp_path):
+    """ "Your own cluster": a simulator served by `simulate --serve` in another checkout."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    yours = serve_simulator(elsewhere, "yours.log")
+    demo = None
+    try:
+        wait_until(lambda: list(elsewhere.glob("sim-*.kubeconfig")), 60, "its kubeconfig")
+        kubeconfig = next(elsewhere.glob("sim-*.kubeconfig"))
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+        env.update(HANDOFF_RUN_DIR=str(run_dir), PYTHONUNBUFFERED="1")
+        argv = [sys.executable, "manage.py", "demo", "--port", str(port)]
+        argv += ["--kubeconfig", str(kubeconfig), "--context", "sim-steady"]
+        demo = spawn(argv, run_dir.parent / f"{run_dir.name}-demo.log", env)
+        wait_until(lambda: "Handoff is running at" in demo_output(run_dir), 120, "the URL")
+        assert "watching sim-steady (kubeconfig" in demo_output(run_dir)
+        record = json.loads((run_dir / "demo.pid").read_text())
+        assert "simulator" not in [c["name"] for c in record["children"]]
+        listed = second_shell(run_dir, "clusters", "list")
+        assert listed.stdout.split("\n")[1].split()[:2] == ["sim-steady", "kubeconfig"]
+
+        def pods() -> int:
+            try:
+                url = f"http://127.0.0.1:{port}/api/clusters/sim-steady/summary"
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    return json.loads(r.read())["summary"]["pods"]
+            except (OSError, ValueError, KeyError):
+                return 0
+
+        wait_until(lambda: pods() > 10, 120, "your cluster's pods on the board")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/clusters/sim-steady/") as r:
+            page = " ".join(r.read().decode().split())
+        server = kubeconfig.read_text().split("server: ")[1].split()[0]
+        assert f"· simulator · steady · {server}</span>" in page
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(timeout=60) == 0
+    finally:
+        for proc in (demo, yours):
+            if proc is not None and proc.poll() is None:
+                stop(proc)
+
+
 @pytest.mark.slow
 @pytest.mark.faults
 def test_it_leaves_no_strays_after_a_killed_run(run_dir):
