@@ -8,6 +8,8 @@ PY := $(VENV)/bin/python
 RUNTIME := $(VENV)/.requirements.stamp
 DEV := $(VENV)/.requirements-dev.stamp
 PYTEST_ARGS ?=
+DEMO_ARGS := $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig "$(KUBECONFIG)") \
+	$(if $(filter command line,$(origin CONTEXT)),--context "$(CONTEXT)")
 BENCH_ARGS ?=
 PLUGIN_DIR ?= $(HOME)/.local/bin
 # Where `make kube-assets` writes the control-plane binaries (docs/real-control-plane.md).
@@ -15,9 +17,11 @@ KUBE_ASSETS ?= .run/k8s-assets
 
 .PHONY: demo test bench lint fmt clean redis-server chromium kubectl prometheus kubectl-handoff etcd-server kube-assets
 
-## make demo: the whole stack on this machine at http://127.0.0.1:8000/ (Ctrl-C stops it)
+## make demo: the whole stack on this machine at http://127.0.0.1:8000/ (Ctrl-C stops it);
+## make demo KUBECONFIG=~/.kube/config [CONTEXT=name] watches that cluster instead
+## (only when given on the command line: a KUBECONFIG in the environment is not taken).
 demo: $(RUNTIME) redis-server
-	$(PY) manage.py demo
+	$(PY) manage.py demo $(DEMO_ARGS)
 
 ## make test: the whole test suite, browser tests included
 test: $(DEV) redis-server chromium kubectl prometheus etcd-server

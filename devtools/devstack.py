@@ -6,6 +6,9 @@ output in RUN_DIR/<name>.log. Ctrl-C or SIGTERM only sets a flag; the loop notic
 stops every child. A pidfile remembers the children, so a run that was killed outright is
 cleaned up by the next one.
 
+Once serving, it publishes its Redis and URL in RUN_DIR/demo.json (``handoff.demoenv``),
+which settings read when REDIS_URL is unset: commands from a second shell find the demo.
+
 Plain Python on purpose: no Django import, so each step can be tested alone.
 """
 
@@ -28,10 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from handoff import demoenv
+
 PIDFILE = "demo.pid"
 # The simulator's demo scenario, live at wall-clock speed, served over the Kubernetes API
 # and watched by the worker like any cluster (registered as DEMO_CLUSTER).
-SIMULATOR_ARGS = ["simulate", "--scenario", "steady", "--speed", "1"]
+SIMULATOR_ARGS = ["simulate", "--scenario", "demo", "--speed", "1"]
 DEMO_CLUSTER = "demo"
 # Watch-queue slots: per cluster three watch streams and one fold worker, plus room for
 # the successors they enqueue at a hand-over.
@@ -158,6 +163,8 @@ class Devstack:
     port: int = 8000
     redis_url: str | None = None
     with_simulator: bool = False
+    # Watch this cluster instead: (name, kubeconfig path, context), checked beforehand.
+    watch: tuple[str, str, str] | None = None
     python: str = sys.executable
     stop_timeout: float = 10.0
     start_timeout: float = 60.0
@@ -196,6 +203,7 @@ class Devstack:
             self.start_beat,
             self.start_web,
             self.start_simulator,
+            self.watch_cluster,
             self.wait_until_serving,
         ]
         # all() stops at the first step that fails or finds us stopping.
@@ -221,6 +229,7 @@ class Devstack:
         return True
 
     def shutdown(self) -> None:
+        demoenv.withdraw(self.run_dir)
         if not self.children:
             self.remove_pidfile()
             return
@@ -327,7 +336,8 @@ class Devstack:
         if not self.with_simulator:
             return True
         port = free_port()
-        kubeconfig = self.run_dir / "sim-kubeconfig"
+        # Its own file, named for the cluster: no other simulator writes it.
+        kubeconfig = self.run_dir / f"{DEMO_CLUSTER}.kubeconfig"
         kubeconfig.unlink(missing_ok=True)
         serve = ["--serve", f"127.0.0.1:{port}", "--kubeconfig", str(kubeconfig)]
         argv = [self.python, "manage.py", *SIMULATOR_ARGS, *serve]
@@ -344,6 +354,22 @@ class Devstack:
             self.say(f"could not register the demo cluster; see {self.log_path('clusters')}")
         return True
 
+    def watch_cluster(self) -> bool:
+        """Register the given kubeconfig's cluster (read-only: Handoff only lists and
+        watches) and start its streams, in place of the simulator."""
+        if self.watch is None:
+            return True
+        name, kubeconfig, context = self.watch
+        # Its data is kept: a new run goes on where the last one stopped.
+        self.manage("clusters", "remove", name, "--keep-data", check=False)
+        added = ["clusters", "add", name, "--kubeconfig", kubeconfig, "--start"]
+        if not self.manage(*added, *(["--context", context] if context else [])):
+            self.say(f"could not register {name}; see {self.log_path('clusters')}")
+            self.exit_code = 1
+            return False
+        self.say(f"watching {name} (kubeconfig {kubeconfig}, read-only)")
+        return True
+
     def manage(self, *args: str, check: bool = True) -> bool:
         """Run a short manage.py command to completion, logging to clusters.log."""
         child = Child("clusters", [self.python, "manage.py", *args])
@@ -358,6 +384,7 @@ class Devstack:
     def wait_until_serving(self) -> bool:
         if not self.wait_for("web", lambda: self.probe() is not None):
             return False
+        demoenv.publish(self.run_dir, url=self.url, redis_url=self.redis_url)
         self.say(f"Handoff is running at {self.url}")
         self.say(f"logs: {self.run_dir}/*.log · stop: Ctrl-C")
         return True

@@ -10,6 +10,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from handoff import demoenv
+
 
 def envbool(name: str, default: str) -> bool:
     return os.getenv(name, default).strip().lower() in ("1", "true", "yes", "on")
@@ -162,7 +164,15 @@ if not SECURE_HSTS_PRELOAD:
     # so it stays the operator's explicit choice rather than a warning to "fix".
     SILENCED_SYSTEM_CHECKS.append("security.W021")
 
-REDIS_URL = os.getenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+# REDIS_URL, else the Redis of a `make demo` running on this checkout (it publishes
+# RUN_DIR/demo.json), else the local default. REDIS_URL_FROM says which, for messages.
+DEMO_SERVICES = None if os.getenv("REDIS_URL") else demoenv.published(RUN_DIR)
+if os.getenv("REDIS_URL"):
+    REDIS_URL, REDIS_URL_FROM = os.environ["REDIS_URL"], "REDIS_URL"
+elif DEMO_SERVICES and DEMO_SERVICES.get("redis_url"):
+    REDIS_URL, REDIS_URL_FROM = DEMO_SERVICES["redis_url"], str(RUN_DIR / demoenv.FILE)
+else:
+    REDIS_URL, REDIS_URL_FROM = "redis://127.0.0.1:6379/0", "the default"
 
 # Every websocket joins its cluster's group through this pool; redis-py refuses (rather
 # than waits) past max_connections, so a burst of browsers reconnecting after a deploy

@@ -153,3 +153,29 @@ def test_it_exempts_healthz_from_the_ssl_redirect(client, settings, redis_client
     settings.SECURE_SSL_REDIRECT = True
     assert client.get("/").status_code == 301
     assert client.get("/healthz").status_code in (200, 503)
+
+
+def test_without_redis_url_it_uses_the_running_demos_redis(monkeypatch, tmp_path):
+    from handoff import demoenv
+
+    run = tmp_path / "run"
+    run.mkdir()
+    demoenv.publish(run, redis_url="redis://127.0.0.1:7777/0", url="http://127.0.0.1:8000/")
+    settings = load_settings(monkeypatch, tmp_path)
+    assert settings["REDIS_URL"] == "redis://127.0.0.1:7777/0"
+    assert settings["REDIS_URL_FROM"] == str(run / "demo.json")
+    # REDIS_URL wins over the file.
+    settings = load_settings(monkeypatch, tmp_path, REDIS_URL="redis://10.0.0.1:6379/1")
+    assert settings["REDIS_URL"] == "redis://10.0.0.1:6379/1"
+
+
+def test_a_file_left_by_a_dead_demo_is_ignored(monkeypatch, tmp_path):
+    import json
+
+    run = tmp_path / "run"
+    run.mkdir()
+    dead = {"pid": 999999999, "started": 1, "redis_url": "redis://127.0.0.1:7777/0"}
+    (run / "demo.json").write_text(json.dumps(dead))
+    settings = load_settings(monkeypatch, tmp_path)
+    assert settings["REDIS_URL"] == "redis://127.0.0.1:6379/0"
+    assert settings["REDIS_URL_FROM"] == "the default"

@@ -47,6 +47,7 @@ def cluster_rows(c: redis.Redis) -> list[dict[str, Any]]:
             {
                 "name": name,
                 "kind": config.kind,
+                "described": describe(config),
                 "pods": counts["pods"],
                 "attention": counts["attention"],
                 "verdicts": counts["verdicts"],
@@ -81,3 +82,33 @@ def _cached_durations(c: redis.Redis, cluster: str) -> dict[str, Any]:
         hit = (now, {"durations": found["durations"], "sampled": found["sampled"]})
         _durations[cluster] = hit
     return hit[1]
+
+
+# The simulator's API server names itself so in /version (handoff/sim/serve/discovery.py).
+SIMULATOR_VERSION_SUFFIX = "-handoff-sim"
+
+
+def simulated(config: ClusterConfig) -> bool:
+    """Whether the cluster is the built-in simulator: in a worker, or served over HTTP
+    (as `make demo` serves it; `clusters add` noted the API's /version)."""
+    version = str((config.options or {}).get("version", ""))
+    return config.kind == "simulator" or version.endswith(SIMULATOR_VERSION_SUFFIX)
+
+
+def describe(config: ClusterConfig) -> str:
+    """What a cluster is, in words, after its name: ``simulator · steady``,
+    ``kubeconfig · context prod · https://…``, ``trace · incident.jsonl.gz``."""
+    options = config.options or {}
+    server = str(options.get("server", ""))
+    if config.kind == "simulator":
+        return f"simulator · {config.scenario}"
+    if config.kind == "trace":
+        return f"trace · {config.trace.rsplit('/', 1)[-1]}"
+    if config.kind == "in-cluster":
+        return " · ".join(x for x in ("in-cluster service account", server) if x)
+    context = config.context or str(options.get("context", ""))
+    if simulated(config):
+        scenario = context.removeprefix("sim-") if context.startswith("sim-") else context
+        return " · ".join(x for x in ("simulator", scenario, server) if x)
+    parts = ["kubeconfig", f"context {context}" if context else "", server]
+    return " · ".join(x for x in parts if x)

@@ -1,9 +1,12 @@
 from functools import cache
 
+import redis
 from django.conf import settings
 from django.http import HttpRequest
 
 from handoff.core import verdicts as v
+from handoff.live import queries
+from webui import clusterdata
 from webui.demo import is_demo_user
 
 
@@ -36,6 +39,19 @@ def handoff(request: HttpRequest) -> dict:
     user = getattr(request, "user", None)
     return {
         "demo_mode": settings.HANDOFF_DEMO,
+        "demo_clusters": demo_clusters() if settings.HANDOFF_DEMO else None,
         "is_demo_user": bool(user and is_demo_user(user)),
         "handoff_meta": handoff_meta(),
     }
+
+
+def demo_clusters() -> dict:
+    """For the demo banner: which of the clusters shown are simulated, so it never calls
+    a real cluster simulated. None when the store cannot say."""
+    try:
+        configs = list(queries.configs(clusterdata.client()).values())
+    except redis.RedisError:
+        return {"simulated": [], "real": []}
+    simulated = [c.name for c in configs if clusterdata.simulated(c)]
+    real = [c.name for c in configs if not clusterdata.simulated(c)]
+    return {"simulated": simulated, "real": real}

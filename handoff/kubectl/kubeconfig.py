@@ -2,7 +2,8 @@
 one), its namespace, and the files (``--kubeconfig`` or ``$KUBECONFIG``, merged by the
 official client as kubectl merges them).
 
-The ``kubernetes`` package takes a second or two to import: it is imported only when
+The ``kubernetes`` package takes a second or two to import: it is imported (through
+``live.sources.kubeconfig``) only when
 there is a kubeconfig to read, so ``--server`` without one starts at once."""
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ class Context:
 
 def resolve(kubeconfig: str | None, context: str | None) -> Context:
     """The context kubectl would use. A missing or broken kubeconfig is a PluginError."""
-    from kubernetes.config import ConfigException, list_kube_config_contexts
+    from handoff.live.sources.kubeconfig import KubeconfigInvalid
+    from handoff.live.sources.kubeconfig import contexts as read_contexts
 
     try:
-        contexts, current = list_kube_config_contexts(config_file=kubeconfig or None)
-    except (ConfigException, OSError, ValueError, TypeError) as exc:
-        raise PluginError(f"kubeconfig: {exc}") from exc
+        contexts, current = read_contexts(kubeconfig)
+    except KubeconfigInvalid as exc:
+        raise PluginError(str(exc)) from exc
     if context:
         chosen = next((c for c in contexts if c.get("name") == context), None)
         if chosen is None:

@@ -16,8 +16,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes.config import ConfigException
-
 from handoff.core.redact import scrub
 from handoff.core.timeline import Timeline
 from handoff.core.trace import WatchEvent, format_time
@@ -26,6 +24,7 @@ from handoff.kubectl.kubeconfig import Context
 from handoff.live.clusters import ClusterConfig
 from handoff.live.sources.base import Gone, SourceError, WatchSettings
 from handoff.live.sources.kube import KubeSource, api_client
+from handoff.live.sources.kubeconfig import ConfigError
 
 RESOURCES = ("pods", "nodes", "events")
 
@@ -56,7 +55,7 @@ def watch(context: Context, seconds: float) -> Watched:
     config = ClusterConfig(context.name, "kubeconfig", context.kubeconfig, context.name)
     try:
         api = api_client(config)
-    except (ConfigException, OSError, ValueError, TypeError) as exc:
+    except (ConfigError, OSError, ValueError, TypeError) as exc:
         raise PluginError(f"kubeconfig: {exc}") from exc
     fold = _Fold(context.name)
     deadline = time.monotonic() + seconds

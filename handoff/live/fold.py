@@ -311,12 +311,15 @@ class Folder(Snapshots):
         pods = self.timeline.pods
         views = {}
         removed = list(removed or ())
+        incident = None
         for uid in self.dirty:
             pod = pods.get(uid)
             if pod is not None and not uid.startswith("name:"):
                 view = self.view(pod, now)
                 views[uid] = (view, encode_view(view))
                 self._track(uid, view["verdict"], pod)
+                if _new_incident(view["verdict"], self.written.get(uid)):
+                    incident = view
             elif pod is None and uid in self.written:
                 removed.append(uid)  # merged into another pod since it was written
         self.dirty = set()
@@ -336,6 +339,11 @@ class Folder(Snapshots):
             "events": self.events,
             "flushed": repr(self.clock()),
         }
+        if incident is not None:
+            # The board's empty state links the newest pod that came to need attention.
+            progress["last_incident"] = orjson.dumps(
+                {k: incident[k] for k in ("namespace", "name", "verdict")} | {"at": stamp}
+            )
         if self.nodes_dirty and nodes:
             # Every node, rebuilt: at 5,000 nodes too costly to redo on every flush.
             progress["nodes_json"] = orjson.dumps(self._nodes())
@@ -422,6 +430,11 @@ class Folder(Snapshots):
                 stamp = format_time(self.now())
                 for message in messages(self.cursor, [], gone, stamp, counts):
                     self.publisher.publish(message)
+
+
+def _new_incident(verdict: str, written: tuple[str, str, str] | None) -> bool:
+    """Whether a pod has just come to need attention (or to another such verdict)."""
+    return v.VERDICTS[verdict].attention and (written is None or written[0] != verdict)
 
 
 def _unparsed(response: Any, **_: Any) -> Any:

@@ -247,6 +247,13 @@ def run(
     return cluster, stats
 
 
+def run_lead(cluster: Cluster, scenario: Scenario) -> None:
+    """Run the scenario's ``lead`` (its past when served) flat out; the caller set the
+    virtual start that much before the wall clock's now, so it ends at now."""
+    if scenario.lead:
+        cluster.loop.run(until=scenario.lead)
+
+
 def serve(
     scenario: Scenario,
     options: Options,
@@ -262,7 +269,9 @@ def serve(
     """Build the scenario and serve it over HTTP; the caller stops it with ``server.stop()``.
 
     ``faults`` are armed before the first request (see ``handoff.sim.serve.faults``); ``paused``
-    holds virtual time at 0 until ``server.resume()`` (or ``POST /_sim/clock``)."""
+    holds virtual time at 0 (or the end of the scenario's lead) until ``server.resume()``
+    (or ``POST /_sim/clock``). The recording (and ``record``) starts once the lead has run,
+    with a list, as a watcher's would."""
     from handoff.sim.serve.server import SimServer
 
     host, _, port = address.rpartition(":")
@@ -279,6 +288,7 @@ def serve(
             writer.write(format_time(observed), type_, obj)
 
     recording = Recording(cluster.api, sink, events_group=events_group)
+    run_lead(cluster, scenario)
     recording.start()
     server = SimServer(
         cluster,

@@ -101,3 +101,16 @@ def test_it_pushes_changed_pods_with_a_growing_cursor(redis_client):
     assert all(m["type"] == "cluster.update" for m in sent)
     assert {p["name"] for m in sent for p in m["data"]["pods"]}
     orjson.dumps(sent)  # what the channel layer carries is plain JSON
+
+
+def test_it_notes_the_newest_pod_that_came_to_need_attention(redis_client):
+    replay(redis_client, "c", TRACES / "node-lost.jsonl")
+    fold_all(redis_client, "c")
+    incident = orjson.loads(store.fold_state(redis_client, "c")["last_incident"])
+    view = next(
+        x for x in queries.pod_views(redis_client, "c").values() if x["name"] == incident["name"]
+    )
+    assert incident["verdict"] == view["verdict"] == "node-lost"
+    assert incident["namespace"] == view["namespace"]
+    # Noted at the flush that judged it so (later flushes move the clock on).
+    assert incident["at"] <= store.fold_state(redis_client, "c")["evaluated_at"]

@@ -71,7 +71,7 @@ def test_a_simulator_cluster_runs_in_a_worker_into_the_same_verdicts(
         "clusters", "add", "insim", "--simulator", "manual-scheduling", "--seed", "5",
         "--speed", "30", "--start", stdout=out,
     )  # fmt: skip
-    assert "added insim (simulator)" in out.getvalue()
+    assert "added insim (simulator · manual-scheduling)" in out.getvalue()
 
     def finished() -> bool:
         state = store.stream_state(redis_client, "insim", "simulator")

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.contrib.auth.models import User
 
-from handoff.live import clusters
+from handoff.live import clusters, queries
 
 from .pods import make_views, template, write
 
@@ -116,3 +116,27 @@ def test_it_sends_anonymous_visitors_to_sign_in(client, settings, cluster):
     response = client.get("/clusters/prod/")
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
+
+
+def test_an_empty_board_says_nothing_needs_attention_and_links_the_last_incident(
+    signed_in, redis_client
+):
+    from handoff.live.sources.playback import replay
+    from tests.live.helpers import fold_all
+    from tests.live.test_fold_worker import TRACES
+
+    clusters.register_cluster(redis_client, clusters.ClusterConfig(name="calm", kind="trace"))
+    page = signed_in.get("/clusters/calm/").content.decode()
+    assert "No pod needs attention in calm — none has since Handoff began watching it." in (
+        " ".join(page.split())
+    )
+    replay(redis_client, "calm", TRACES / "rejected-outofcpu.jsonl")
+    fold_all(redis_client, "calm")
+    rejected = next(iter(queries.pod_views(redis_client, "calm").values()))
+    page = " ".join(signed_in.get("/clusters/calm/").content.decode().split())
+    link = f"/clusters/calm/pods/{rejected['namespace']}/{rejected['name']}/"
+    assert "No pod needs attention in calm — last incident" in page
+    assert link in page
+    assert "(rejected)" in page
+    filtered = " ".join(signed_in.get("/clusters/calm/?namespace=x").content.decode().split())
+    assert "No pod matches these filters." in filtered

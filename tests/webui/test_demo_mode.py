@@ -68,3 +68,60 @@ def test_it_keeps_the_demo_user_out_of_the_admin(client, settings):
     response = client.get("/admin/")
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]
+
+
+def _banner(response) -> str:
+    text = " ".join(response.content.decode().split())
+    start = text.index('data-testid="demo-banner"')
+    return text[start : text.index("</div>", start)]
+
+
+def test_the_banner_calls_simulated_only_the_simulated_clusters(client, settings, redis_client):
+    from handoff.live import clusters
+
+    settings.HANDOFF_DEMO = True
+    sim = clusters.ClusterConfig(
+        name="demo",
+        kind="kubeconfig",
+        context="sim-demo",
+        options={"server": "http://127.0.0.1:40001", "version": "v1.33.1-handoff-sim"},
+    )
+    clusters.register_cluster(redis_client, sim)
+    assert "the clusters shown are simulated" in _banner(client.get("/"))
+    prod = clusters.ClusterConfig(
+        name="prod",
+        kind="kubeconfig",
+        context="prod",
+        options={"server": "https://10.0.0.1:6443", "version": "v1.29.4"},
+    )
+    clusters.register_cluster(redis_client, prod)
+    banner = _banner(client.get("/"))
+    assert "the clusters shown are simulated" not in banner
+    assert "simulated: demo; real, watched read-only: prod" in banner
+    clusters.unregister_cluster(redis_client, "demo")
+    banner = _banner(client.get("/"))
+    assert "simulated" not in banner
+    assert "the clusters shown are real, watched read-only" in banner
+    # The board's title says what the cluster is, in words.
+    board = " ".join(client.get("/clusters/prod/").content.decode().split())
+    assert (
+        'prod <span class="muted" data-testid="described">· kubeconfig · context prod · https://10.0.0.1:6443</span>'
+        in board
+    )
+    clusters.register_cluster(redis_client, sim)
+    board = " ".join(client.get("/clusters/demo/").content.decode().split())
+    assert "· simulator · demo · http://127.0.0.1:40001</span>" in board
+
+
+def test_every_kind_is_described_in_words():
+    from handoff.live import clusters
+    from webui.clusterdata import describe
+
+    assert (
+        describe(clusters.ClusterConfig("a", "simulator", scenario="steady"))
+        == "simulator · steady"
+    )
+    trace = clusters.ClusterConfig("b", "trace", trace="/srv/traces/incident.jsonl.gz")
+    assert describe(trace) == "trace · incident.jsonl.gz"
+    incl = clusters.ClusterConfig("c", "in-cluster", options={"server": "https://10.96.0.1:443"})
+    assert describe(incl) == "in-cluster service account · https://10.96.0.1:443"

@@ -7,11 +7,15 @@ websocket through the URLs on the board's root element.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import orjson
 import redis
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from handoff.core import verdicts as v
+from handoff.core.trace import parse_time
 from handoff.live import queries
 from handoff.live.paging import QueryError
 from handoff.live.push import board_row
@@ -48,6 +52,7 @@ def board(request: HttpRequest, cluster: str) -> HttpResponse:
     counts = summary["summary"]["verdicts"]
     context = {
         "cluster": config,
+        "described": clusterdata.describe(config),
         "cards": [
             {
                 "name": x.name,
@@ -68,5 +73,22 @@ def board(request: HttpRequest, cluster: str) -> HttpResponse:
         "bindings": v.BINDINGS,
         "attention": queries.ATTENTION,
         "error": error,
+        "default_view": params.get("attention") == "1"
+        and not any(request.GET.get(key) for key in ("namespace", "node", "binding", "q")),
+        "last_incident": last_incident(c, cluster),
     }
     return render(request, "webui/board.html", context, status=status)
+
+
+def last_incident(c: redis.Redis, cluster: str) -> dict | None:
+    """The newest pod that came to need attention, as the fold noted it, with its age."""
+    raw = queries.progress(c, cluster).get("last_incident")
+    if not raw:
+        return None
+    try:
+        incident = orjson.loads(raw)
+        at = parse_time(incident["at"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    incident["ago"] = datetime.fromtimestamp(at, UTC)
+    return incident

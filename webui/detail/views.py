@@ -4,7 +4,7 @@ from ``sources``, the aggregates from ``fleet`` and ``nodes``, traces from ``tra
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import redis
 from django.conf import settings
@@ -230,6 +230,8 @@ def _query(request: HttpRequest, *keys: str) -> str:
 def pod_page(request: HttpRequest, cluster: str, namespace: str, name: str) -> HttpResponse:
     api_url = reverse("detail:api-pod", args=[cluster, namespace, name]) + _query(request, "uid")
     context = {**_live_context(cluster, api_url), "namespace": namespace, "name": name}
+    # The cluster's websocket (the board's): the page refetches the pod when it changes.
+    context["ws_url"] = f"/ws/clusters/{quote(cluster, safe='')}/"
     return render(request, "webui/pod.html", context)
 
 

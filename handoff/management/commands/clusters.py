@@ -7,9 +7,11 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
 from handoff import conf
-from handoff.live import store
+from handoff.live import clusters, store
+from handoff.management import clustercheck
 from handoff.models import Cluster, sync_registry
 
 
@@ -37,6 +39,11 @@ class Command(BaseCommand):
         add.add_argument(
             "--start", action="store_true", help="start its streams now (else beat does)"
         )
+        add.add_argument(
+            "--no-check",
+            action="store_true",
+            help="do not ask the API for /version first (the files are still checked)",
+        )
         sub.add_parser("list", help="the configured clusters")
         remove = sub.add_parser("remove", help="stop watching a cluster and drop its data")
         remove.add_argument("name")
@@ -47,10 +54,44 @@ class Command(BaseCommand):
         getattr(self, "_" + options["action"])(options)
 
     def _add(self, options: dict[str, Any]) -> None:
+        """Check everything first, then save to the database and Redis together: a failure
+        leaves nothing behind, and its message names the cause."""
+        cluster = self._cluster(options)
+        try:
+            cluster.full_clean()
+        except ValidationError as exc:
+            raise CommandError(
+                "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
+            ) from exc
+        try:
+            where = self._check(cluster, reach=not options["no_check"])
+        except clustercheck.Invalid as exc:
+            raise CommandError(str(exc)) from exc
+        with conf.redis_client() as client:
+            client.ping()  # unreachable: one line from manage.py, nothing saved
+            try:
+                with transaction.atomic():
+                    cluster.save()
+                    if options["start"]:
+                        from handoff.tasks import start_stream
+
+                        for stream in cluster.config().streams():
+                            start_stream(cluster.name, stream)
+            except BaseException:
+                clusters.unregister_cluster(client, cluster.name)
+                raise
+        self.stdout.write(f"added {cluster.name} ({where})")
+
+    def _cluster(self, options: dict[str, Any]) -> Cluster:
+        if Cluster.objects.filter(name=options["name"]).exists():
+            raise CommandError(
+                f"a cluster named {options['name']!r} exists already "
+                f"(python manage.py clusters remove {options['name']} first)"
+            )
         cluster = Cluster(name=options["name"], context=options["context"])
         if options["kubeconfig"]:
             cluster.kind = Cluster.KUBECONFIG
-            cluster.kubeconfig = str(Path(options["kubeconfig"]).resolve())
+            cluster.kubeconfig = str(Path(options["kubeconfig"]).expanduser().resolve())
         elif options["in_cluster"]:
             cluster.kind = Cluster.IN_CLUSTER
         elif options["simulator"]:
@@ -59,20 +100,37 @@ class Command(BaseCommand):
             cluster.options = {"seed": options["seed"], "speed": options["speed"]}
         else:
             cluster.kind = Cluster.TRACE
-            cluster.trace = str(Path(options["trace"]).resolve())
-        try:
-            cluster.full_clean()
-        except ValidationError as exc:
-            raise CommandError(
-                "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
-            ) from exc
-        cluster.save()
-        self.stdout.write(f"added {cluster.name} ({cluster.kind})")
-        if options["start"]:
-            from handoff.tasks import start_stream
+            cluster.trace = str(Path(options["trace"]).expanduser().resolve())
+        return cluster
 
-            for stream in cluster.config().streams():
-                start_stream(cluster.name, stream)
+    def _check(self, cluster: Cluster, reach: bool) -> str:
+        """Raise clustercheck.Invalid unless the cluster can be watched; what it is, in words."""
+        if cluster.kind == Cluster.KUBECONFIG:
+            configuration, context = clustercheck.kubeconfig_context(
+                cluster.kubeconfig, cluster.context
+            )
+            # The context checked is the one watched, even if the file's current one moves.
+            cluster.context = context
+            version = clustercheck.api_version(configuration) if reach else "not checked"
+            self._note_api(cluster, configuration.host, version if reach else "")
+            return f"kubeconfig · context {context} · {configuration.host} · {version}"
+        if cluster.kind == Cluster.IN_CLUSTER:
+            configuration = clustercheck.in_cluster()
+            version = clustercheck.api_version(configuration) if reach else "not checked"
+            self._note_api(cluster, configuration.host, version if reach else "")
+            return f"in-cluster · {configuration.host} · {version}"
+        if cluster.kind == Cluster.SIMULATOR:
+            clustercheck.scenario(cluster.scenario)
+            return f"simulator · {cluster.scenario}"
+        found = clustercheck.trace_file(cluster.trace)
+        return f"trace · {Path(cluster.trace).name} ({found})"
+
+    @staticmethod
+    def _note_api(cluster: Cluster, server: str, version: str) -> None:
+        """Where the API is and what it said it is, for the pages' titles (no secret)."""
+        cluster.options = {**cluster.options, "server": server}
+        if version:
+            cluster.options["version"] = version
 
     def _list(self, options: dict[str, Any]) -> None:
         rows = [("NAME", "KIND", "WHERE")]

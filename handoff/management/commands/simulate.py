@@ -6,8 +6,10 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handoff.management.cliargs import speed as parse_speed
@@ -66,8 +68,9 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--kubeconfig",
-            default=".run/sim-kubeconfig",
-            help="with --serve: where to write a kubeconfig for it (default .run/sim-kubeconfig)",
+            default=None,
+            help="with --serve: where to write a kubeconfig for it (default "
+            ".run/sim-PORT.kubeconfig, its own file: another simulator never rewrites it)",
         )
         parser.add_argument(
             "--faults",
@@ -181,7 +184,8 @@ class Command(BaseCommand):
                 raise CommandError(f"--faults: {exc}") from exc
         # Live: virtual time starts now, so ages in kubectl and the dashboard make sense
         # (with --paused they lag the wall clock by as long as the clock was held).
-        opts.start = float(int(time.time()))
+        # A scenario with a lead has run that long already: it ends at now.
+        opts.start = float(int(time.time())) - scenario.lead
         try:
             server, recording, writer = serve(
                 scenario,
@@ -196,8 +200,12 @@ class Command(BaseCommand):
             )
         except OSError as exc:
             raise CommandError(f"cannot listen on {options['serve']}: {exc}") from exc
+        kubeconfig = options["kubeconfig"]
+        if kubeconfig is None:
+            port = server.address.rpartition(":")[2]
+            kubeconfig = server.write_kubeconfig(settings.RUN_DIR / f"sim-{port}.kubeconfig")
         self.stdout.write(f"serving {scenario.name} at {server.address}")
-        self.stdout.write(f"kubeconfig: {options['kubeconfig']}")
+        self.stdout.write(f"kubeconfig: {kubeconfig}")
         if options["paused"]:
             self.stdout.write(
                 "paused at virtual time 0; start the clock with: "
@@ -211,6 +219,8 @@ class Command(BaseCommand):
             pass
         finally:
             server.stop()
+            if options["kubeconfig"] is None:
+                Path(kubeconfig).unlink(missing_ok=True)  # its own: gone with it
             with server.lock:
                 recording.drain()
                 if writer is not None:

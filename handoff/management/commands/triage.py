@@ -94,6 +94,7 @@ def _live_report(cluster: str, at: float | None, options: dict[str, Any]) -> dic
     from handoff import conf
     from handoff.live import clusters, store
     from handoff.live.fold import Folder
+    from handoff.management.unreachable import explain
 
     try:
         with conf.redis_client() as client:
@@ -103,6 +104,8 @@ def _live_report(cluster: str, at: float | None, options: dict[str, Any]) -> dic
             folder = Folder(client, cluster)
             folder.load()
             evaluated = store.fold_state(client, cluster).get("evaluated_at")
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise CommandError(explain(exc)) from exc
     except redis.RedisError as exc:
         raise CommandError(f"cannot read the live state from Redis: {exc}") from exc
     if at is None and evaluated:

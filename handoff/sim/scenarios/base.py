@@ -40,3 +40,6 @@ class Scenario:
     # Runs attached to a real control plane: it needs none of the simulator's own
     # scheduler, controllers or races staged inside them (docs/simulator.md).
     attachable: bool = False
+    # Virtual seconds already run when the cluster is served (``simulate --serve``): the
+    # first list finds a cluster with a past, as a real one has.
+    lead: float = 0.0

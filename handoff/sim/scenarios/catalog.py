@@ -7,6 +7,7 @@ from __future__ import annotations
 from handoff.sim.cluster import Cluster, ClusterConfig
 from handoff.sim.objects import Obj
 from handoff.sim.scenarios.base import Options, Scenario
+from handoff.sim.scenarios.demo import LEAD, demo
 from handoff.sim.scenarios.manifests import (
     CONTROL_PLANE_IMAGES,
     NGINX,
@@ -160,5 +161,17 @@ register(
         scale,
         300.0,
         "--nodes/--pods already running (up to 5,000/150,000), --churn pods/s turned over",
+    )
+)
+
+
+register(
+    Scenario(
+        "demo",
+        demo,
+        None,
+        "steady's churn plus a handoff incident every 7-12 minutes: every attention verdict "
+        "within the first minute (what `make demo` serves)",
+        lead=LEAD,
     )
 )

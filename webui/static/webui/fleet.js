@@ -26,9 +26,40 @@
 
   function vline(x, colour, label, dash) {
     return {
+      x: x, label: label, colour: colour,
       shape: { type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, line: { color: colour, width: 1.5, dash: dash || "dot" } },
-      note: { x: Math.log10(x), xref: "x", yref: "paper", y: 1.02, text: H.esc(label), showarrow: false, font: { size: 10, color: colour }, yanchor: "bottom" },
     };
+  }
+
+  // Percentile and SLO labels sit just inside the top of the plot, beside their line (to
+  // its left near the right edge). Labels that would touch move down a row, so close
+  // percentiles (p50 = p90 = p99 for a handful of pods) stay readable.
+  var LABEL_PX_PER_CHAR = 6.5, LABEL_ROW_PX = 14, GAP_PX = 4;
+  function labels(marks, range, plotWidth) {
+    var perUnit = plotWidth / (range[1] - range[0]);
+    var placed = marks.map(function (m) {
+      var at = (Math.log10(m.x) - range[0]) * perUnit, width = m.label.length * LABEL_PX_PER_CHAR + 4;
+      var right = at + 3 + width <= plotWidth;
+      return { m: m, right: right, left: right ? at + 3 : at - 3 - width, end: right ? at + 3 + width : at - 3 };
+    }).sort(function (a, b) { return a.left - b.left; });
+    var rows = [];
+    placed.forEach(function (p) {
+      var row = 0;
+      while (rows[row] !== undefined && rows[row] + GAP_PX > p.left) row++;
+      rows[row] = p.end;
+      p.row = row;
+    });
+    return placed.map(function (p) {
+      return { x: Math.log10(p.m.x), xref: "x", yref: "paper", y: 1, yanchor: "top", xanchor: p.right ? "left" : "right",
+        xshift: p.right ? 3 : -3, yshift: -2 - p.row * LABEL_ROW_PX, text: H.esc(p.m.label), showarrow: false,
+        font: { size: 10, color: p.m.colour } };
+    });
+  }
+
+  // Decades only on the log axis (1 ms, 10 ms, 0.1 s …): the minor labels ran into each other.
+  function decades(range, plotWidth) {
+    var span = range[1] - range[0];
+    return span * 48 > plotWidth ? Math.ceil(span * 48 / plotWidth) : 1;
   }
 
   function distributions(data) {
@@ -36,9 +67,13 @@
     box.textContent = "";
     Object.keys(data.durations).forEach(function (name) {
       var d = data.durations[name];
+      var figure = H.el("figure", null, "chart-figure");
+      // The title is the page's, above the chart: Plotly's modebar can never cover it.
+      figure.appendChild(H.el("h3", LABELS[name] || name, "chart-title"));
       var div = H.el("div", null, "chart");
       div.dataset.duration = name;
-      box.appendChild(div);
+      figure.appendChild(div);
+      box.appendChild(figure);
       if (!d.count) { div.appendChild(H.el("p", (LABELS[name] || name) + ": no pod has both milestones yet.", "muted")); return; }
       // A log axis cannot show 0 (a coarse one-second timestamp gives it): such values
       // are drawn at the first bin's edge, which the histogram already counts them in.
@@ -56,14 +91,17 @@
       // The SLO line stays in view even when every pod is far from it.
       var slo = name === "create_to_running" ? data.slo_seconds : null;
       var range = [Math.log10(slo ? Math.min(floor, slo / 2) : floor), Math.log10(slo ? Math.max(edges[edges.length - 1], slo * 2) : edges[edges.length - 1])];
+      if (range[1] - range[0] < 1) range = [range[0] - 0.5, range[1] + 0.5];
+      var margin = { l: 50, r: 45, t: 28, b: 40 };
+      var plotWidth = Math.max(120, (div.clientWidth || 600) - margin.l - margin.r);
       var layout = H.plotLayout({
-        title: { text: H.esc(LABELS[name] || name), font: { size: 13 } }, height: 260, showlegend: false, bargap: 0,
-        xaxis: { type: "log", title: { text: "seconds" }, range: range },
+        height: 240, showlegend: false, bargap: 0,
+        xaxis: { type: "log", title: { text: "seconds" }, range: range, dtick: decades(range, plotWidth) },
         yaxis: { title: { text: "pods" } },
         yaxis2: { overlaying: "y", side: "right", range: [0, 1], tickformat: ".0%", showgrid: false },
         shapes: marks.map(function (m) { return m.shape; }),
-        annotations: marks.map(function (m) { return m.note; }),
-        margin: { l: 50, r: 45, t: 40, b: 40 },
+        annotations: labels(marks, range, plotWidth),
+        margin: margin,
       });
       window.Plotly.react(div, traces, layout, H.plotConfig);
     });

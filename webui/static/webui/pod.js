@@ -194,6 +194,7 @@
       var seen = JSON.stringify(view);
       if (seen === shown) return; // unchanged: keep the chart (and any hover) as it is
       shown = seen;
+      if (view.uid) ws.uid = view.uid;
       H.status(root, "As of " + (H.currentAt() || "now") + (view.deleted_blind ? " · deleted while the watch was blind" : ""));
       facts(view);
       explanation(view);
@@ -208,11 +209,67 @@
     });
   }
 
+  // ------------------------------------------------------------- live
+  // A live pod moves on by itself (awaiting-kubelet → stuck → podgc-deleted): the page
+  // follows the cluster's websocket as the board does (same hello / cursor / resume
+  // protocol, docs/api.md) and refetches the pod only when a message names it, a burst
+  // asks every page to refresh, or the server says to reload. No polling.
+  var ws = { socket: null, cursor: null, retries: 0, uid: null };
+
+  function mine(rows, removed) {
+    var ns = root.dataset.namespace, name = root.dataset.name;
+    return (rows || []).some(function (r) {
+      return (ws.uid && r.uid === ws.uid) || (r.namespace === ns && r.name === name);
+    }) || (ws.uid !== null && (removed || []).indexOf(ws.uid) >= 0);
+  }
+
+  function newer(a, b) {
+    var x = String(a || "0-0").split("-").map(Number), y = String(b || "0-0").split("-").map(Number);
+    return x[0] > y[0] || (x[0] === y[0] && x[1] > y[1]);
+  }
+
+  function live(state, text) {
+    root.dataset.live = state;
+    var box = root.querySelector("[data-live]");
+    if (box) box.textContent = text;
+  }
+
+  function receive(message) {
+    var data = message.data || {};
+    if (message.type === "hello") {
+      // The first hello: load again once joined, so no change between the page's first
+      // load and the join is lost (an unchanged pod is not redrawn).
+      if (!ws.cursor) { ws.cursor = data.cursor; load(); }
+    } else if (message.type === "cluster.update" || message.type === "resume") {
+      if (data.refresh || mine(data.pods, data.removed)) load();
+      if (!data.more && data.cursor && (!ws.cursor || newer(data.cursor, ws.cursor))) ws.cursor = data.cursor;
+      root.dataset.cursor = ws.cursor || "";
+    } else if (message.type === "reload") {
+      ws.cursor = data.cursor;
+      load();
+    }
+  }
+
+  function connect() {
+    var scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    var query = ws.cursor ? "?cursor=" + encodeURIComponent(ws.cursor) : "";
+    var socket = new WebSocket(scheme + "//" + location.host + root.dataset.ws + query);
+    ws.socket = socket;
+    socket.addEventListener("open", function () { ws.retries = 0; live("open", "live"); });
+    socket.addEventListener("message", function (event) { receive(JSON.parse(event.data)); });
+    socket.addEventListener("close", function (event) {
+      if (ws.socket !== socket) return;
+      ws.socket = null;
+      if (event.code === 4401) { live("closed", "signed out"); return; }
+      // Back off with jitter, capped at 15 s; resume from the last cursor.
+      var delay = Math.min(15000, 500 * Math.pow(2, ws.retries)) * (0.5 + Math.random() / 2);
+      ws.retries += 1;
+      live("retrying", "reconnecting…");
+      setTimeout(connect, delay);
+    });
+  }
+
   H.onTime(load);
   load();
-  // A live pod moves on by itself (awaiting-kubelet → stuck → podgc-deleted): look again
-  // every few seconds while the page is visible. A replayed pod changes only with the slider.
-  if (!document.getElementById("replay-bar")) {
-    setInterval(function () { if (!document.hidden) load(); }, 5000);
-  }
+  if (root.dataset.ws && window.WebSocket) connect(); // a replayed pod moves with the slider
 })();
