@@ -148,7 +148,8 @@ def test_it_counts_incidents_per_namespace_and_node_once_and_for_good(redis_clie
     again, forgotten = incidents[0], incidents[1]
     redis_client.hset(store.fold_key("prod"), "cursor", "9999999999999-0")
     pipe = redis_client.pipeline(transaction=False)
-    store.write_pods(pipe, "prod", {again["uid"]: ({**again, "verdict": "running"}, 0.0)}, {})
+    judged = {**again, "verdict": "running"}
+    store.write_pods(pipe, "prod", {again["uid"]: (judged, viewcodec.encode_view(judged))}, {})
     store.drop_pods(pipe, "prod", [forgotten["uid"]], {})
     pipe.execute()
     later = _families(metrics.metrics_text(redis_client, conf.stream_limits()))
@@ -182,7 +183,7 @@ def test_it_says_which_streams_fail_as_healthz_does(signed_in, prod, redis_clien
     def failing() -> tuple[dict[str, float], dict[str, dict]]:
         families = _families(signed_in.get("/metrics").content.decode())
         samples = families["handoff_stream_failing"].samples
-        report = health.check_streams(redis_client, time.time())["prod"]
+        report = health.check_streams(redis_client, time.time(), conf.stream_limits())["prod"]
         return {s.labels["stream"]: s.value for s in samples}, report
 
     store.note_stream(redis_client, "prod", "fold", failures=5, last_error="HTTP 503")

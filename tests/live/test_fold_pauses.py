@@ -130,7 +130,7 @@ def test_tenure_freezes_survivors_and_gives_them_back():
 
 
 def _indexes(client, cluster: str) -> dict[bytes, list[bytes]]:
-    keys = client.scan_iter(match=store.index_key(cluster, "*", "*"), count=1000)
+    keys = client.scan_iter(match=store.index_key(cluster, "*", "*"), count=1000, _type="zset")
     return {key: client.zrange(key, 0, -1) for key in sorted(keys)}
 
 

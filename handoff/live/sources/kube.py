@@ -183,9 +183,9 @@ class KubeSource:
         except AttributeError as exc:
             # kubernetes 36: the TLS failure's ApiException has no body, and the client's
             # own handler fails decoding it. What failed is the exception it was handling.
-            cause = exc.__context__
-            if isinstance(cause, ApiException) and not cause.status:
-                raise SourceError(_tls_failure(cause.reason)) from cause
+            handled = exc.__context__
+            if isinstance(handled, ApiException) and not handled.status:
+                raise SourceError(_tls_failure(handled.reason)) from handled
             raise
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise SourceError(f"API unreachable: {cause(exc)}") from exc
