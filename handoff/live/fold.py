@@ -78,7 +78,7 @@ SCRATCH_TTL = 600  # seconds a scratch key of an interrupted save lingers
 
 
 class Snapshot(msgspec.Struct):
-    """What the fold worker saves: its timeline (timeline.dump_state), the blind
+    """What the fold worker saves: its timeline (snapshot.dump_state), the blind
     deletions it knows, and the stream id both cover."""
 
     version: int
