@@ -24,6 +24,7 @@ class Context:
     podgc_to: str = ""
     node_lost_at: str = ""
     acked: bool = False  # a kubelet had the pod
+    ran: bool = False  # it was Running at some point
     finalizers: tuple[str, ...] = ()
     deletion_deadline: str = ""
 
@@ -138,6 +139,14 @@ def _rejected(reason: str, ctx: Context) -> str:
     fix = _REJECTION_FIX.get(reason, "")
     if reason.startswith("OutOf"):
         fix = " Lower the pod's requests or choose a node with room."
+    if ctx.ran:
+        return (
+            f"The kubelet on {node} had been running this pod, then refused it when it admitted"
+            f" it again ({reason}): a kubelet restart re-admits every pod, and a node label,"
+            " taint or allocatable change since the pod started makes it fail the checks (from"
+            " 1.31 the kubelet skips the checks that can be ignored on a restart)."
+            f"{detail}{fix} This is final: {RECREATE}."
+        )
     return (
         f"The kubelet on {node} refused the pod at admission ({reason}), so it went straight to"
         f" Failed.{detail}{why}{fix} This is final: {RECREATE}."

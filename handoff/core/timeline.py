@@ -360,6 +360,8 @@ class Timeline(Judging):
         elif reason == "FailedScheduling":
             pod.unschedulable = pod.unschedulable or "Unschedulable"
             pod.unschedulable_message = facts.message
+        elif reason == "Preempted" and pod.disruption is None:  # before 1.26 the only sign
+            pod.disruption = ("PreemptionByScheduler", facts.message)
         elif reason == "TaintManagerEviction" and not facts.message.startswith(CANCELLED):
             pod.taint_eviction = (when, facts.message)
         elif reason == "NodeNotReady" and (pod.node_not_ready is None or when < pod.node_not_ready):

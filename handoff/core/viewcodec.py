@@ -1,6 +1,6 @@
 """The stored form of a pod view: what the live store keeps in ``handoff:{c}:pods``.
 
-A pod view (``report.pod_view`` + ``deleted_blind``) is stored as MessagePack in a
+A pod view (``views.pod_view`` + ``deleted_blind``) is stored as MessagePack in a
 compact form: a positional array (VIEW_FORMAT first) instead of objects with their keys,
 each distinct instant once in a table and referred to by its place in it, stage names as
 their place in ``verdicts.STAGES``, and the explanation left out when ``explain`` gives
@@ -248,7 +248,7 @@ def _events(
 
 
 def _explain_context(view: dict[str, Any]) -> Context:
-    """What ``explain`` needs, as far as the view itself tells (``report.pod_view`` knows
+    """What ``explain`` needs, as far as the view itself tells (``views.pod_view`` knows
     more, such as the time since binding: a view whose explanation needs that keeps it)."""
     rejection, owner, podgc = view["rejection"], view["owner"], view["podgc"]
     if rejection is None and owner is None and podgc is None:

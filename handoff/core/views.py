@@ -12,7 +12,16 @@ from handoff.core.durations import pod_durations
 from handoff.core.explain import Context, explain
 from handoff.core.facts import parse_admission_message
 from handoff.core.judge import Judgement
-from handoff.core.podstate import ACK, BOUND, CREATED, DELETED, SLOTS, EventRecord, PodState
+from handoff.core.podstate import (
+    ACK,
+    BOUND,
+    CREATED,
+    DELETED,
+    RUNNING,
+    SLOTS,
+    EventRecord,
+    PodState,
+)
 from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
 
@@ -66,6 +75,7 @@ def pod_view(
         podgc_to=format_time(window[1]) if window else "",
         node_lost_at=iso(judgement.node_lost_at) or "",
         acked=m[ACK] is not None,
+        ran=m[RUNNING] is not None,
         finalizers=pod.finalizers,
         deletion_deadline=iso(pod.deletion_deadline) or "",
     )

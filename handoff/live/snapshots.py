@@ -27,7 +27,7 @@ SAVER_TIMEOUT = 300.0  # seconds a background snapshot may take before it is kil
 
 
 class Snapshot(msgspec.Struct):
-    """What the fold worker saves: its timeline (timeline.dump_state), the blind
+    """What the fold worker saves: its timeline (snapshot.dump_state), the blind
     deletions it knows, and the stream id both cover."""
 
     version: int

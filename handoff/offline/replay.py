@@ -1,7 +1,7 @@
 """A recorded trace folded up to any moment, quickly, for the replay pages.
 
 The trace's events are kept in memory in observed order. While they are folded once from
-start to end, the timeline is saved every ``every`` events (``timeline.dump_state``:
+start to end, the timeline is saved every ``every`` events (``snapshot.dump_state``:
 MessagePack data). Seeking to a time loads the nearest checkpoint at or before it and folds
 only the events between, so moving a slider costs at most ``every`` events, not the trace.
 

@@ -514,3 +514,49 @@ def test_a_stale_disruption_target_reset_by_the_disruption_controller_is_forgott
 
     assert script.view("web-1", at=150)["verdict"] == "evicted"
     assert script.view("web-1", at=230)["verdict"] == "running"
+
+
+# ------------------------------------------------------------------ P11, K6
+
+
+def test_a_scheduler_preemption_victim_before_1_26_is_evicted():
+    """pkg/scheduler/framework/preemption/preemption.go prepareCandidate (1.20:
+    pkg/scheduler/core/generic_scheduler.go): a "Preempted" event on the victim and a
+    graceful delete; the DisruptionTarget PreemptionByScheduler only from 1.26."""
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    _running_on(script, "batch-1", "u-batch", 10, "worker-1")
+    preempted = core_event(
+        "batch-1",
+        "u-batch",
+        "Preempted",
+        "Preempted by default/critical-0 on node worker-1",
+        200,
+        "default-scheduler",
+    )
+    script.add(200.1, "ADDED", preempted)
+    status = running_status(11)
+    script.add(200.2, "MODIFIED", pod("batch-1", "u-batch", 10, "worker-1", status, 230))
+    script.add(231, "DELETED", pod("batch-1", "u-batch", 10, "worker-1", status, 200))
+
+    view = script.view("batch-1", at=240)
+
+    assert (view["verdict"], view["reason"]) == ("evicted", "PreemptionByScheduler")
+
+
+def test_a_pod_rejected_when_a_restarted_kubelet_readmits_it_is_explained_so():
+    """pkg/kubelet/lifecycle/predicate.go: a kubelet restart admits every pod again; one
+    that ran for days can fail (a label or allocatable change)."""
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    _running_on(script, "web-1", "u-web-1", 10, "worker-1")
+    message = "Pod was rejected: Predicate NodeAffinity failed"
+    script.add(
+        9000,
+        "MODIFIED",
+        pod("web-1", "u-web-1", 10, "worker-1", failed_status(11, "NodeAffinity", message)),
+    )
+
+    view = script.view("web-1", at=9010)
+
+    assert (view["verdict"], view["reason"]) == ("rejected", "NodeAffinity")
+    assert "had been running this pod" in view["explanation"]
+    assert "straight to Failed" not in view["explanation"]

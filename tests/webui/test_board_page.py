@@ -62,6 +62,7 @@ def test_it_embeds_the_first_page_of_pods_needing_attention(signed_in, cluster):
             if x["verdict"]
             in (
                 "stuck",
+                "stuck-terminating",
                 "podgc-deleted",
                 "rejected",
                 "node-lost",

@@ -1,6 +1,6 @@
 """Where a detail page's data comes from: a live cluster's store, or a trace at a time.
 
-Both answer in the live API's JSON shapes (pod views from ``handoff.core.report.pod_view``), so
+Both answer in the live API's JSON shapes (pod views from ``handoff.core.views.pod_view``), so
 a page cannot tell a replayed cluster from a live one.
 """
 
