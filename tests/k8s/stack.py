@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.cookiejar
 import io
+import signal
 import subprocess
 import sys
 import time
@@ -117,8 +118,14 @@ class Stack:
         self.procs["worker"] = spawn(argv, self.base / "worker.log", self.env)
 
     def stop_worker(self) -> None:
-        """A warm shutdown: stream tasks checkpoint, release and queue their successors."""
-        stop(self.procs.pop("worker"), timeout=30)
+        """A warm shutdown, as a supervisor asks for one (SIGTERM to the main process): the
+        stream tasks checkpoint, release their leases and queue their successors."""
+        worker = self.procs.pop("worker")
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=60)
+        finally:
+            stop(worker)  # whatever of its group is left
 
     def worker_log(self) -> str:
         return (self.base / "worker.log").read_text(errors="replace")

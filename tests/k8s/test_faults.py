@@ -16,6 +16,7 @@ so revoking its token touches no other test.
 from __future__ import annotations
 
 import ssl
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -91,6 +92,8 @@ def faults(
     original = list(control_plane.apiserver_args)
     stack.add_cluster(CLUSTER, run.kubeconfig)
     yield run
+    if "worker" not in stack.procs:
+        stack.start_worker()  # a test stopped it and failed before starting it again
     stack.remove_cluster(CLUSTER)
     if control_plane.apiserver_args != original:
         control_plane.restart_apiserver(down=0, extra_args=original)
@@ -126,6 +129,16 @@ def views(stack: Stack) -> dict[str, dict[str, Any]]:
 
 def verdicts(stack: Stack) -> dict[str, str]:
     return {name: view["verdict"] for name, view in views(stack).items()}
+
+
+def watching_since(stack: Stack, since: float) -> bool:
+    """Every watch has a version, no failure pending, and heard the server after ``since``."""
+    with stack.client() as client:
+        states = [store.stream_state(client, CLUSTER, r) for r in ("pods", "nodes", "events")]
+    return all(
+        s.get("rv") and s.get("failures", "0") == "0" and float(s.get("seen") or 0) > since
+        for s in states
+    )
 
 
 def assert_outage_reported(stack: Stack, words: str) -> list[str]:
@@ -182,16 +195,22 @@ def expired(plane: ControlPlane, version: str) -> bool:
 def test_a_real_410_after_compaction_is_reconciled_by_a_relist(faults: Faults) -> None:
     stack, plane = faults.stack, faults.plane
     plane.restart_apiserver(down=0, extra_args=[*plane.apiserver_args, *COMPACTING])
+    restarted = time.time()
     faults.create("kept")
     faults.create("gone-while-blind")
-    wait_for(lambda: verdicts(stack), lambda v: len(v) == 2, 60, "both pods")
+    wait_for(lambda: verdicts(stack), lambda v: len(v) == 2, 90, "both pods")
+    # The restart's own failures, 410s and relists over: every stream watching again.
+    wait_for(lambda: watching_since(stack, restarted), bool, 90, "the streams to watch again")
     stack.stop_worker()  # the streams checkpoint and stop: Handoff is blind from here
-    with stack.client() as client:
-        version = store.stream_state(client, CLUSTER, "pods")["rv"]
+    try:
+        with stack.client() as client:
+            version = store.stream_state(client, CLUSTER, "pods")["rv"]
         faults.delete("gone-while-blind")
         faults.create("born-while-blind")
         wait_for(lambda: expired(plane, version), bool, 60, f"etcd to compact past {version}")
+    finally:
         stack.start_worker()
+    with stack.client() as client:
         final = wait_for(
             lambda: views(stack),
             lambda v: (
