@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.cookiejar
 import io
+import signal
 import subprocess
 import sys
 import time
@@ -25,15 +26,19 @@ import redis
 from django.core.management import call_command
 from django.test import override_settings
 
-from handoff.live import leases, store
+from handoff.live import health, leases, store
 from tests.conftest import BASE_DIR, python_env, spawn, stop, wait_until
 
 # Production defaults, except: pods count as stuck 30 s after binding (60 by default) so
-# the silent-kubelet situations get there inside the run; 60 s watch windows so hand-overs
-# (and a removed cluster's streams ending) happen inside it.
+# the silent-kubelet situations get there inside the run; 15 s watch windows so hand-overs
+# (a successor resuming from the checkpointed version, reading the kubeconfig anew; a
+# removed cluster's streams ending) happen inside it.
 SETTINGS = {
     "HANDOFF_STUCK_AFTER": "30",
-    "HANDOFF_WATCH_WINDOW": "60",
+    "HANDOFF_WATCH_WINDOW": "15",
+    # Each watch request ends after 10 s (240 by default): a revoked token or a restarted
+    # API server is met within seconds, and every stream resumes from its checkpoint often.
+    "HANDOFF_WATCH_SERVER_TIMEOUT": "10",
     "HANDOFF_SUPERVISE_INTERVAL": "2",
 }
 STREAMS = ("pods", "nodes", "events", "fold")
@@ -47,7 +52,7 @@ class Stack:
     base: Path
     env: dict[str, str]
     site: str
-    procs: list[subprocess.Popen] = field(default_factory=list)
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     opener: urllib.request.OpenerDirector = field(
         default_factory=lambda: urllib.request.build_opener(
             urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
@@ -106,9 +111,28 @@ class Stack:
                 return found
             cursor = body["next"]
 
+    def start_worker(self) -> None:
+        """A Celery worker on both queues (10 processes: a few clusters' streams)."""
+        argv = [sys.executable, "-m", "celery", "-A", "handoff", "worker", "-Q", "default,watch"]
+        argv += ["-c", "10", "-n", "k8s@%h", "-l", "info", "--without-gossip", "--without-mingle"]
+        self.procs["worker"] = spawn(argv, self.base / "worker.log", self.env)
+
+    def stop_worker(self) -> None:
+        """A warm shutdown, as a supervisor asks for one (SIGTERM to the main process): the
+        stream tasks checkpoint, release their leases and queue their successors."""
+        worker = self.procs.pop("worker")
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=60)
+        finally:
+            stop(worker)  # whatever of its group is left
+
+    def worker_log(self) -> str:
+        return (self.base / "worker.log").read_text(errors="replace")
+
     def stop(self) -> None:
-        for proc in reversed(self.procs):
-            stop(proc)
+        for name in reversed(list(self.procs)):
+            stop(self.procs.pop(name))
 
 
 def start_stack(base: Path, database_url: str, redis_url: str) -> Stack:
@@ -121,16 +145,14 @@ def start_stack(base: Path, database_url: str, redis_url: str) -> Stack:
     )
     stack = Stack(base, env, "")
     try:
-        celery = [sys.executable, "-m", "celery", "-A", "handoff"]
-        worker = [*celery, "worker", "-Q", "default,watch", "-c", "10", "-n", "k8s@%h"]
-        worker += ["-l", "info", "--without-gossip", "--without-mingle"]
-        stack.procs.append(spawn(worker, base / "worker.log", env))
-        beat = [*celery, "beat", "-l", "info", "-s", str(base / "beat-schedule")]
-        stack.procs.append(spawn(beat, base / "beat.log", env))
+        stack.start_worker()
+        beat = [sys.executable, "-m", "celery", "-A", "handoff", "beat", "-l", "info"]
+        beat += ["-s", str(base / "beat-schedule")]
+        stack.procs["beat"] = spawn(beat, base / "beat.log", env)
         daphne, stack.site = start_daphne({**env, "HANDOFF_DEMO": "1"}, base / "daphne.log")
-        stack.procs.append(daphne)
+        stack.procs["daphne"] = daphne
         with stack.client() as client:
-            wait_until(lambda: client.get("handoff:health:worker-heartbeat"), 60, "heartbeat")
+            wait_until(lambda: client.get(health.HEARTBEAT_KEY), 60, "the worker's heartbeat")
     except BaseException:
         stack.stop()
         raise

@@ -1,0 +1,291 @@
+"""Faults against the real API server, watched through the user's path: each ends with
+nothing lost and the verdicts a fault-free run gives; while it lasts, ``/healthz`` and
+``manage.py status`` name the cluster in one line, with no traceback in the worker.
+
+- a real ``410 Gone``: the watchers stopped (a worker restart) while etcd compacted the
+  version they stopped at (``--etcd-compaction-interval 3s``, the pods watch cache off:
+  ``--watch-cache-sizes pods#0``), then resumed from it: relist and reconcile;
+- the API server restarted mid-stream;
+- the reader's token revoked (its Secret deleted), then a new one put in the kubeconfig;
+- a kubeconfig whose CA did not sign the server's certificate, then fixed.
+
+The cluster reads as its own service account, bound to deploy/rbac.yaml's ClusterRole,
+so revoking its token touches no other test.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from kubernetes import client as k8s
+
+from devtools import controlplane
+from devtools.controlplane import ControlPlane
+from handoff.live import store
+from tests.k8s.situations import pod
+from tests.k8s.stack import Stack, offline_triage, wait_for
+
+CLUSTER = "faulty"
+NAMESPACE = "faults"
+ACCOUNT = ("handoff", "handoff-faults")
+UNSCHEDULABLE = {"nodeSelector": {"disktype": "none-such"}}
+COMPACTING = ["--etcd-compaction-interval=3s", "--watch-cache-sizes=pods#0"]
+
+
+@dataclass
+class Faults:
+    stack: Stack
+    plane: ControlPlane
+    core: k8s.CoreV1Api
+    kubeconfig: Path
+    tmp: Path
+    log_from: int  # the worker log's size when the cluster was added
+
+    def write_kubeconfig(self, ca: Path | None = None) -> None:
+        """The cluster's kubeconfig, with the account's current token (and ``ca``)."""
+        token = controlplane.service_account_token(self.core.api_client, *ACCOUNT)
+        self.plane.write_kubeconfig(self.kubeconfig, ACCOUNT[1], token, ca=ca)
+
+    def create(self, name: str) -> None:
+        self.core.create_namespaced_pod(NAMESPACE, pod(name, UNSCHEDULABLE))
+
+    def delete(self, name: str) -> None:
+        self.core.delete_namespaced_pod(name, NAMESPACE)
+
+
+@pytest.fixture(scope="module")
+def faults(
+    stack: Stack,
+    control_plane: ControlPlane,
+    admin: k8s.ApiClient,
+    reader_kubeconfig: Path,  # deploy/rbac.yaml applied: its ClusterRole exists
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Faults]:
+    core = k8s.CoreV1Api(admin)
+    namespace, name = ACCOUNT
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    k8s.RbacAuthorizationV1Api(admin).create_cluster_role_binding(
+        {
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "handoff-reader",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        }
+    )
+    core.create_namespace({"metadata": {"name": NAMESPACE}})
+    tmp = tmp_path_factory.mktemp("faults")
+    run = Faults(stack, control_plane, core, tmp / "faulty.kubeconfig", tmp, 0)
+    run.write_kubeconfig()
+    wait_for(lambda: _has_default_account(core), bool, 30, "the namespace's default account")
+    run.log_from = len(stack.worker_log())
+    original = list(control_plane.apiserver_args)
+    stack.add_cluster(CLUSTER, run.kubeconfig)
+    yield run
+    if "worker" not in stack.procs:
+        stack.start_worker()  # a test stopped it and failed before starting it again
+    stack.remove_cluster(CLUSTER)
+    if control_plane.apiserver_args != original:
+        control_plane.restart_apiserver(down=0, extra_args=original)
+
+
+def _has_default_account(core: k8s.CoreV1Api) -> bool:
+    return any(
+        a.metadata.name == "default" for a in core.list_namespaced_service_account(NAMESPACE).items
+    )
+
+
+def failing(stack: Stack) -> list[str]:
+    """The cluster's lines of /healthz's ``failing``."""
+    _, body = stack.get("/healthz")
+    return [line for line in body.get("failing", []) if line.startswith(f"{CLUSTER}/")]
+
+
+def status(stack: Stack) -> tuple[int, list[str]]:
+    """``manage.py status``: exit code and its FAILING lines for the cluster."""
+    done = stack.manage("status", check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(f"FAILING {CLUSTER}/")]
+    return done.returncode, lines
+
+
+def health_word(stack: Stack) -> str:
+    _, body = stack.get("/api/clusters")
+    return next(c["health"] for c in body["clusters"] if c["name"] == CLUSTER)
+
+
+def views(stack: Stack) -> dict[str, dict[str, Any]]:
+    return {v["name"]: v for v in stack.pods(CLUSTER, NAMESPACE)}
+
+
+def verdicts(stack: Stack) -> dict[str, str]:
+    return {name: view["verdict"] for name, view in views(stack).items()}
+
+
+def watching_since(stack: Stack, since: float) -> bool:
+    """Every watch has a version, no failure pending, and heard the server after ``since``."""
+    with stack.client() as client:
+        states = [store.stream_state(client, CLUSTER, r) for r in ("pods", "nodes", "events")]
+    return all(
+        s.get("rv") and s.get("failures", "0") == "0" and float(s.get("seen") or 0) > since
+        for s in states
+    )
+
+
+def assert_outage_reported(stack: Stack, words: str) -> list[str]:
+    """/healthz, status and the cluster list all say so, one line naming the cluster."""
+    lines = wait_for(
+        lambda: failing(stack),
+        lambda found: any(words in line for line in found),
+        90,
+        f"/healthz to report {words!r}",
+    )
+    assert all("\n" not in line for line in lines)
+    code, printed = status(stack)
+    assert code == 1
+    assert any(words in line for line in printed), printed
+    assert health_word(stack) != "ok"
+    return lines
+
+
+def assert_recovered(run: Faults) -> None:
+    wait_for(lambda: failing(run.stack), lambda found: found == [], 90, "/healthz to recover")
+    assert status(run.stack)[0] == 0
+
+
+def assert_no_tracebacks(run: Faults) -> None:
+    log = run.stack.worker_log()[run.log_from :]
+    assert "Traceback" not in log
+    assert "raised unexpected" not in log
+
+
+def assert_offline_agrees(run: Faults, label: str) -> None:
+    _, body = run.stack.get(f"/api/clusters/{CLUSTER}/pods?namespace={NAMESPACE}")
+    live = {v["name"]: (v["verdict"], v["reason"]) for v in body["pods"]}
+    offline = offline_triage(run.stack, CLUSTER, run.tmp / f"{label}.jsonl", body["evaluated_at"])
+    assert {
+        p["name"]: (p["verdict"], p["reason"]) for p in offline if p["namespace"] == NAMESPACE
+    } == live
+
+
+def expired(plane: ControlPlane, version: str) -> bool:
+    """Whether a watch of pods from ``version`` answers 410 (etcd compacted past it)."""
+    url = f"{plane.server}/api/v1/pods?watch=1&resourceVersion={version}&timeoutSeconds=1"
+    request = urllib.request.Request(
+        url, headers={"Authorization": f"Bearer {plane.admin_token()}"}
+    )
+    context = ssl.create_default_context(cafile=str(plane.ca))
+    with urllib.request.urlopen(request, timeout=10, context=context) as answer:
+        return any(
+            orjson.loads(line).get("object", {}).get("code") == 410
+            for line in answer
+            if line.strip()
+        )
+
+
+def test_a_real_410_after_compaction_is_reconciled_by_a_relist(faults: Faults) -> None:
+    stack, plane = faults.stack, faults.plane
+    plane.restart_apiserver(down=0, extra_args=[*plane.apiserver_args, *COMPACTING])
+    restarted = time.time()
+    faults.create("kept")
+    faults.create("gone-while-blind")
+    wait_for(lambda: verdicts(stack), lambda v: len(v) == 2, 90, "both pods")
+    # The restart's own failures, 410s and relists over: every stream watching again.
+    wait_for(lambda: watching_since(stack, restarted), bool, 90, "the streams to watch again")
+    stack.stop_worker()  # the streams checkpoint and stop: Handoff is blind from here
+    try:
+        with stack.client() as client:
+            version = store.stream_state(client, CLUSTER, "pods")["rv"]
+        faults.delete("gone-while-blind")
+        faults.create("born-while-blind")
+        wait_for(lambda: expired(plane, version), bool, 60, f"etcd to compact past {version}")
+    finally:
+        stack.start_worker()
+    with stack.client() as client:
+        final = wait_for(
+            lambda: views(stack),
+            lambda v: (
+                v.get("gone-while-blind", {}).get("verdict") == "deleted"
+                and "born-while-blind" in v
+            ),
+            90,
+            "the relist to reconcile",
+        )
+        gone = [
+            orjson.loads(raw)
+            for _, raw in store.read_stream(client, CLUSTER)
+            if b'"code":410' in raw and b'"ERROR"' in raw
+        ]
+        blind = [orjson.loads(b) for b in client.lrange(store.blind_key(CLUSTER), 0, -1)]
+    assert gone, "no 410 reached the stream"
+    assert any(b["stream"] == "pods" for b in blind)
+    assert final["gone-while-blind"]["deleted_blind"]["stream"] == "pods"
+    # What a watcher that never stopped would conclude:
+    assert {n: (v["verdict"], v["reason"]) for n, v in final.items()} == {
+        "kept": ("unscheduled", "Unschedulable"),
+        "gone-while-blind": ("deleted", None),
+        "born-while-blind": ("unscheduled", "Unschedulable"),
+    }
+    assert_offline_agrees(faults, "compaction")
+    assert_no_tracebacks(faults)
+
+
+def test_an_api_server_restart_is_an_outage_then_recovers_by_itself(faults: Faults) -> None:
+    stack, plane = faults.stack, faults.plane
+    faults.create("before")
+    wait_for(lambda: verdicts(stack), lambda v: "before" in v, 60, "the first pod")
+    plane.stop_apiserver()
+    try:
+        lines = assert_outage_reported(stack, "API unreachable")
+    finally:
+        plane.start_apiserver([a for a in plane.apiserver_args if a not in COMPACTING])
+    assert lines
+    faults.create("after")
+    faults.delete("before")
+    assert_recovered(faults)
+    wait_for(
+        lambda: verdicts(stack),
+        lambda v: v.get("before") == "deleted" and v.get("after") == "unscheduled",
+        60,
+        "what happened after the restart",
+    )
+    assert_offline_agrees(faults, "restart")
+    assert_no_tracebacks(faults)
+
+
+def test_a_revoked_token_is_one_line_and_a_new_one_recovers(faults: Faults) -> None:
+    stack, core = faults.stack, faults.core
+    namespace, name = ACCOUNT
+    for secret in core.read_namespaced_service_account(name, namespace).secrets or ():
+        core.delete_namespaced_secret(secret.name, namespace)  # the token is revoked
+    assert_outage_reported(stack, "HTTP 401 Unauthorized")
+    faults.create("while-revoked")
+    faults.write_kubeconfig()  # the operator puts the account's new token in
+    assert_recovered(faults)
+    wait_for(lambda: verdicts(stack), lambda v: "while-revoked" in v, 60, "the pod made meanwhile")
+    assert_offline_agrees(faults, "revoked")
+    assert_no_tracebacks(faults)
+
+
+def test_a_wrong_ca_is_one_line_and_fixing_it_recovers(faults: Faults) -> None:
+    stack = faults.stack
+    other = controlplane.make_ca(faults.tmp, "other", "not-the-cluster-ca")
+    faults.write_kubeconfig(ca=other)  # read at the next window (15 s) or failure
+    assert_outage_reported(stack, "certificate verify failed")
+    faults.create("while-untrusted")
+    faults.write_kubeconfig()
+    assert_recovered(faults)
+    wait_for(
+        lambda: verdicts(stack), lambda v: "while-untrusted" in v, 60, "the pod made meanwhile"
+    )
+    assert_offline_agrees(faults, "wrong-ca")
+    assert_no_tracebacks(faults)
