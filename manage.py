@@ -7,9 +7,9 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "handoff.settings")
-    from django.core.management import execute_from_command_line
+    from handoff.management.oneline import execute
 
-    execute_from_command_line(sys.argv)
+    sys.exit(execute(sys.argv))
 
 
 if __name__ == "__main__":

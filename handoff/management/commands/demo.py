@@ -7,6 +7,7 @@ from django.core.management import get_commands
 from django.core.management.base import BaseCommand, CommandParser
 
 from devtools.devstack import Devstack
+from handoff.management.cliargs import port
 
 
 class Command(BaseCommand):
@@ -20,6 +21,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
+        port(options["port"])
         stack = Devstack(
             base_dir=settings.BASE_DIR,
             run_dir=settings.RUN_DIR,
