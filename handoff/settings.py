@@ -29,7 +29,12 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 # Runtime state of a local run (SQLite database, private Redis, logs, beat schedule).
 RUN_DIR = Path(os.getenv("HANDOFF_RUN_DIR", str(BASE_DIR / ".run")))
 
-DEBUG = envbool("DEBUG", "True")
+# DEBUG unset: a checkout on a laptop (plain HTTP, static files straight from the apps'
+# folders, a development key) without Django's debug pages, which show code and settings
+# to whoever makes a request fail. DEBUG=1 adds them; DEBUG=0 is production.
+DEBUG = envbool("DEBUG", "False")
+PRODUCTION = bool(os.getenv("DEBUG", "").strip()) and not DEBUG
+LOCAL = not PRODUCTION
 HANDOFF_DEMO = envbool("HANDOFF_DEMO", "False")
 # Content-Security-Policy of every page (webui/middleware.py); empty turns it off.
 HANDOFF_CSP = os.getenv(
@@ -43,7 +48,7 @@ DEMO_USERNAME = "demo"
 
 SECRET_KEY = os.getenv("SECRET_KEY", "")
 if not SECRET_KEY:
-    if not (DEBUG or HANDOFF_DEMO):
+    if PRODUCTION and not HANDOFF_DEMO:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
     # Good enough for a laptop; the prefix makes `check --deploy` flag it elsewhere.
     SECRET_KEY = "django-insecure-handoff-local-development-key-do-not-deploy"
@@ -135,26 +140,28 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-# In DEBUG WhiteNoise serves straight from the apps' static/ folders; no collectstatic needed.
-STATIC_ROOT = os.getenv("STATIC_ROOT") or (None if DEBUG else str(BASE_DIR / "static-collected"))
+# Locally WhiteNoise serves straight from the apps' static/ folders; no collectstatic needed.
+STATIC_ROOT = os.getenv("STATIC_ROOT") or (None if LOCAL else str(BASE_DIR / "static-collected"))
+WHITENOISE_USE_FINDERS = LOCAL
+WHITENOISE_AUTOREFRESH = LOCAL
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         # The manifest needs `collectstatic`, which the Docker image runs; a checkout doesn't.
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG
+        if LOCAL
         else "whitenoise.storage.CompressedManifestStaticFilesStorage",
     },
 }
 
-# Production hardening. Each default follows DEBUG and can be overridden one by one.
-SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", str(not DEBUG))
+# Production hardening (DEBUG=0). Each default can be overridden one by one.
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", str(PRODUCTION))
 # Probes speak plain HTTP to the pod; a redirect would read as "down".
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
-SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", str(not DEBUG))
-CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", str(not DEBUG))
-SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "0" if DEBUG else "31536000")
-SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", str(not DEBUG))
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", str(PRODUCTION))
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", str(PRODUCTION))
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "31536000" if PRODUCTION else "0")
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", str(PRODUCTION))
 SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", "False")
 if envbool("SECURE_PROXY_SSL_HEADER", "False"):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

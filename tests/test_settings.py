@@ -118,6 +118,17 @@ def test_it_hardens_cookies_and_transport_in_production(monkeypatch, tmp_path):
     assert ns["SECURE_REDIRECT_EXEMPT"] == [r"^healthz$"]
 
 
+def test_debug_pages_are_off_unless_asked_for(monkeypatch, tmp_path):
+    """A fresh checkout runs (plain HTTP, a development key) without Django's debug pages,
+    which would show code and settings to whoever makes a request fail."""
+    ns = load_settings(monkeypatch, tmp_path)
+    assert ns["DEBUG"] is False
+    assert ns["SECRET_KEY"].startswith("django-insecure-")
+    assert not ns["SECURE_SSL_REDIRECT"]
+    assert ns["WHITENOISE_USE_FINDERS"] is True
+    assert load_settings(monkeypatch, tmp_path, DEBUG="1")["DEBUG"] is True
+
+
 def test_it_leaves_http_alone_in_debug(monkeypatch, tmp_path):
     ns = load_settings(monkeypatch, tmp_path, DEBUG="1")
     assert not ns["SECURE_SSL_REDIRECT"]

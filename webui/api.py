@@ -33,6 +33,13 @@ class NotFound(LookupError):
     pass
 
 
+class Refused(ValueError):
+    """Input the endpoint cannot use (e.g. a trace that is not one): ``status`` and the
+    one-line message go back to the caller."""
+
+    status = 422
+
+
 def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
     """A JSON endpoint (board and detail alike): 401 JSON for anonymous callers (not the
     sign-in redirect pages get), 400 for bad parameters, 404 for unknown things, 503 when
@@ -52,6 +59,8 @@ def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
             return JsonResponse({"error": str(exc)}, status=400)
         except (NotFound, Http404) as exc:
             return JsonResponse({"error": str(exc) or "not found"}, status=404)
+        except Refused as exc:
+            return JsonResponse({"error": str(exc)}, status=exc.status)
         except redis.RedisError as exc:
             return JsonResponse({"error": f"store unavailable ({type(exc).__name__})"}, status=503)
 

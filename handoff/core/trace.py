@@ -81,7 +81,8 @@ class LineError:
     message: str
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
+        # One line, whatever the parser's message held (YAML's span several).
+        return f"line {self.line}: {' '.join(self.message.split())}"
 
 
 class TraceError(Exception):

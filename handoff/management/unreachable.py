@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import urllib.parse
+
 import kombu.exceptions
 import redis
 from django.conf import settings
@@ -23,7 +25,17 @@ def explain(exc: BaseException | None = None) -> str:
         hint = "start `make demo` in this checkout (it publishes its Redis), or set REDIS_URL"
     else:
         hint = "the demo that published it is not answering: restart `make demo`"
-    return f"cannot reach Redis at {settings.REDIS_URL} (from {source}): {hint}"
+    return f"cannot reach Redis at {without_password(settings.REDIS_URL)} (from {source}): {hint}"
+
+
+def without_password(url: str) -> str:
+    """The URL as it may be printed: a password in it becomes ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.password:
+        return url
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=user + host))
 
 
 def database_problem(exc: BaseException) -> str:

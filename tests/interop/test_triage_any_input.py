@@ -40,9 +40,12 @@ def test_it_triages_a_kubectl_list_of_pods(tmp_path: Path, gzipped: bool) -> Non
 
 
 def test_it_reads_an_audit_log_without_pods_and_says_what_it_skipped() -> None:
-    # audit2rbac's demo log holds no pod, node or event writes: nothing to judge, and the
-    # report says why rather than failing.
-    report = _triage(AUDIT)
-    assert report["pods"] == []
-    assert report["error_count"] == 0
-    assert report["skipped"]["audit other resource"] > 0
+    # audit2rbac's demo log holds no pod, node or event writes: nothing to judge. Like
+    # any input with nothing usable in it, exit 2 (docs/cli.md), saying what it held.
+    err = io.StringIO()
+    with pytest.raises(SystemExit) as exit_:
+        call_command("triage", "--trace", str(AUDIT), stdout=io.StringIO(), stderr=err)
+    assert exit_.value.code == 2
+    (line,) = err.getvalue().strip().splitlines()
+    assert "nothing usable" in line
+    assert "audit other resource" in line

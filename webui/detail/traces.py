@@ -26,6 +26,7 @@ from handoff.core.trace import TraceWriter, open_binary
 from handoff.interop.importers import open_events
 from handoff.offline.replay import EmptyTrace, ReplayState
 from webui import clusterdata
+from webui.api import Refused
 
 FILE_PREFIX = "f-"
 UPLOAD_PREFIX = "u-"
@@ -35,8 +36,9 @@ TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".gz", ".trace")
 UPLOAD_SUFFIX = ".trace"
 
 
-class TraceRejected(ValueError):
-    """An upload that is not a usable trace; the message says why."""
+class TraceRejected(Refused):
+    """An upload or a server-side trace file that is not a usable trace; the message says
+    why (one line, the same for both)."""
 
     status = 400
 
@@ -117,11 +119,9 @@ def save_upload(upload: UploadedFile) -> TraceFile:
         scrubbed = temp + ".scrubbed"
         try:
             scrub_trace(temp, scrubbed)
-            state = ReplayState.from_file(scrubbed)
-        except EmptyTrace as exc:
-            raise TraceRejected(f"not a Handoff trace: {exc}") from exc
         except (OSError, EOFError, zlib.error) as exc:
             raise TraceRejected(f"the file could not be read: {exc}") from exc
+        state = read_state(scrubbed)
         trace_id = UPLOAD_PREFIX + digest.hexdigest()[:24]
         name = trace_id.removeprefix(UPLOAD_PREFIX) + UPLOAD_SUFFIX
         final = folder / name
@@ -133,6 +133,18 @@ def save_upload(upload: UploadedFile) -> TraceFile:
     trace = TraceFile(trace_id, name, final, final.stat().st_size, True)
     _remember(trace, state)
     return trace
+
+
+def read_state(path: str | Path) -> ReplayState:
+    """A trace folded for replay, or ``TraceRejected`` with the one-line reason: uploads
+    and the server's own trace files get the same message and status, never a 500."""
+    try:
+        return ReplayState.from_file(path)
+    except EmptyTrace as exc:
+        raise TraceRejected(f"not a Handoff trace: {exc}") from exc
+    except (OSError, EOFError, zlib.error) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise TraceRejected(f"the file could not be read: {reason}") from exc
 
 
 def scrub_trace(source: str | Path, target: str | Path) -> None:
@@ -213,6 +225,6 @@ def load(trace: TraceFile) -> ReplayState:
         with _loaded_lock:
             state = _loaded.get(key)
         if state is None:
-            state = ReplayState.from_file(trace.path)
+            state = read_state(trace.path)
             _remember(trace, state)
     return state

@@ -3,6 +3,8 @@ from ``sources``, the aggregates from ``fleet`` and ``nodes``, traces from ``tra
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -331,12 +333,29 @@ def _replay_context(request: HttpRequest, trace_id: str) -> dict[str, Any]:
     }
 
 
+def _replay_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A replay page of a trace that turns out unusable (an empty or non-trace file in
+    HANDOFF_REPLAY_DIR) answers as a refused upload does: the replay index with the
+    one-line reason and its status, never a 500."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except TraceRejected as exc:
+            return _replay_index(request, str(exc), exc.status)
+
+    return wrapper
+
+
 @require_safe
+@_replay_page
 def replay_board(request: HttpRequest, trace_id: str) -> HttpResponse:
     return render(request, "webui/replay_board.html", _replay_context(request, trace_id))
 
 
 @require_safe
+@_replay_page
 def replay_pod(request: HttpRequest, trace_id: str, namespace: str, name: str) -> HttpResponse:
     context = _replay_context(request, trace_id)
     api_url = reverse("detail:api-replay-pod", args=[trace_id, namespace, name])
@@ -350,6 +369,7 @@ def replay_pod(request: HttpRequest, trace_id: str, namespace: str, name: str) -
 
 
 @require_safe
+@_replay_page
 def replay_fleet(request: HttpRequest, trace_id: str) -> HttpResponse:
     context = _replay_context(request, trace_id)
     context.update(
@@ -360,6 +380,7 @@ def replay_fleet(request: HttpRequest, trace_id: str) -> HttpResponse:
 
 
 @require_safe
+@_replay_page
 def replay_nodes(request: HttpRequest, trace_id: str) -> HttpResponse:
     context = _replay_context(request, trace_id)
     context.update(

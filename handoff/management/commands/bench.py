@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from devtools import bench
+from handoff.management.cliargs import readable, writable
 
 # (nodes, pods, churn pods/s, virtual seconds): the scale trace to fold.
 FULL = (5000, 150_000, 400.0, 300.0)
@@ -170,6 +171,14 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Bad paths end the run before minutes of benchmarks, not after.
+        if options["trace"]:
+            readable(options["trace"], "--trace")
+        for option, key in (("--json", "json_out"), ("--markdown", "markdown")):
+            if options[key]:
+                writable(options[key], option)
+        if options["figures"] and not Path(options["figures"]).is_dir():
+            raise CommandError(f"--figures {options['figures']}: no such directory")
         workdir = Path(settings.BASE_DIR) / ".run" / "bench"
         workdir.mkdir(parents=True, exist_ok=True)
         results = bench.Results(bench.machine(), shlex.join(["python", *sys.argv]))

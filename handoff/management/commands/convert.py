@@ -11,7 +11,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handoff.core.trace import TraceWriter
 from handoff.interop.importers import open_events
-from handoff.management.cliargs import is_tty
+from handoff.management.cliargs import (
+    NOTHING_USABLE,
+    is_tty,
+    nothing_usable,
+    readable,
+    why_nothing,
+    writable,
+)
 
 MAX_ERRORS_PRINTED = 20
 BAR_FROM_BYTES = 1 << 20  # a progress bar only for inputs of a MiB or more
@@ -32,10 +39,9 @@ class Command(BaseCommand):
         source, target = Path(options["input"]), Path(options["output"])
         if source.resolve() == target.resolve():
             raise CommandError("input and output are the same file")
-        try:
-            size = source.stat().st_size
-        except OSError as exc:
-            raise CommandError(f"cannot read {source}: {exc.strerror or exc}") from exc
+        readable(source)
+        writable(target, "OUT")
+        size = source.stat().st_size
         bar = _Bar(self.stderr) if is_tty(self.stderr) and size >= BAR_FROM_BYTES else None
         reader = open_events(source, on_progress=bar.show if bar else None)
         written = 0
@@ -57,10 +63,10 @@ class Command(BaseCommand):
             if bar is not None:
                 bar.done()
         self._report(source, reader, written)
-        if written == 0 and (reader.errors or reader.format == "empty"):
+        if written == 0:
             target.unlink(missing_ok=True)
-            self.stderr.write(f"{source}: nothing could be read")
-            sys.exit(2)
+            self.stderr.write(nothing_usable(source, why_nothing(reader)))
+            sys.exit(NOTHING_USABLE)
 
     @staticmethod
     def _writer(target: Path, reader: Any, cluster: str | None) -> TraceWriter:

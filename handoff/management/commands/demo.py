@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from devtools.devstack import Devstack
 from handoff.management import clustercheck
+from handoff.management.cliargs import port
 
 
 class Command(BaseCommand):
@@ -31,6 +32,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
+        port(options["port"])
         watch = self._checked(options["kubeconfig"], options["context"])
         stack = Devstack(
             base_dir=settings.BASE_DIR,

@@ -15,6 +15,14 @@ from handoff.core.report import build_report
 from handoff.core.timeline import fold
 from handoff.interop.exporters import otlp
 from handoff.interop.importers import open_events
+from handoff.management.cliargs import (
+    NOTHING_USABLE,
+    at_least,
+    nothing_usable,
+    readable,
+    why_nothing,
+    writable,
+)
 
 BATCH = 500  # pods per OTLP/HTTP request
 
@@ -40,6 +48,12 @@ class Command(BaseCommand):
         parser.add_argument("--stuck-after", type=float, default=60.0)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        at_least("--stuck-after", options["stuck_after"], 0.0)
+        headers = dict(_header(text) for text in options["header"])
+        if options["out"]:
+            writable(options["out"], "--out")
+        if options["trace"]:
+            readable(options["trace"], "--trace")
         cluster, views = self._views(options)
         if options["out"]:
             request = otlp.export_request(cluster, views)
@@ -47,7 +61,6 @@ class Command(BaseCommand):
             Path(options["out"]).write_bytes(orjson.dumps(request) + b"\n")
             self.stdout.write(f"wrote {spans} spans to {options['out']}")
             return
-        headers = dict(_header(text) for text in options["header"])
         sent = 0
         batch: list[dict[str, Any]] = []
         for view in views:
@@ -81,9 +94,9 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
         for error in reader.errors[:20]:
             self.stderr.write(f"{path}: {error}")
-        if timeline.events_applied == 0 and reader.errors:
-            self.stderr.write(f"{path}: nothing could be read")
-            sys.exit(2)
+        if timeline.events_applied == 0:
+            self.stderr.write(nothing_usable(path, why_nothing(reader)))
+            sys.exit(NOTHING_USABLE)
         timeline.skipped.update(reader.skipped)
         cluster = (reader.header.cluster if reader.header else None) or Path(path).name
         report = build_report(timeline, stuck_after=options["stuck_after"])

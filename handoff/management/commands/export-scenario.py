@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handoff.interop.exporters.scenario import scenario_from_events
 from handoff.interop.importers import open_events
+from handoff.management.cliargs import readable, writable
 
 
 class Command(BaseCommand):
@@ -24,6 +25,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         out = Path(options["out"])
+        readable(options["trace"], "--trace")
+        writable(out, "--out")
         reader = open_events(options["trace"])
         try:
             scenario = scenario_from_events(reader, options["name"] or out.stem)

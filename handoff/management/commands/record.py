@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from handoff import conf
 from handoff.core.trace import TraceWriter
 from handoff.live import clusters, store
+from handoff.management.cliargs import at_least, writable
 
 
 class Command(BaseCommand):
@@ -29,6 +30,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         name = options["cluster"]
+        at_least("--duration", options["duration"], 0.0)
+        writable(options["out"], "--out")
         with conf.redis_client() as client:
             if clusters.cluster(client, name) is None and not client.exists(store.events_key(name)):
                 raise CommandError(f"no cluster named {name!r}")

@@ -10,7 +10,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from handoff import conf
 from handoff.live import clusters, leases
 from handoff.live.sources.playback import replay
-from handoff.management.cliargs import is_tty
+from handoff.management.cliargs import (
+    NOTHING_USABLE,
+    is_tty,
+    nothing_usable,
+    readable,
+    why_nothing,
+)
 from handoff.management.cliargs import speed as parse_speed
 
 
@@ -30,6 +36,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         speed = parse_speed(options["speed"])
         name = options["cluster"]
+        readable(options["file"])
         with conf.redis_client() as client:
             if clusters.cluster(client, name) is None:
                 raise CommandError(
@@ -41,17 +48,25 @@ class Command(BaseCommand):
 
                 start_stream(name, clusters.FOLD)
             bar = _Bar(self.stdout) if is_tty(self.stdout) else None
+            sent = [0]
+
+            def progress(count: int, fraction: float) -> None:
+                sent[0] = count
+                if bar is not None:
+                    bar.show(count, fraction)
+
             try:
-                reader = replay(
-                    client, name, options["file"], speed, progress=bar.show if bar else None
-                )
+                reader = replay(client, name, options["file"], speed, progress=progress)
             except OSError as exc:
-                raise CommandError(f"cannot read {options['file']}: {exc}") from exc
+                raise CommandError(f"cannot read {options['file']}: {exc.strerror or exc}") from exc
         if bar is not None:
             bar.done()
         for error in reader.errors[:20]:
             self.stderr.write(f"{options['file']}: {error}")
-        self.stdout.write(f"replayed {reader.lines_read} lines into {name}")
+        if sent[0] == 0:
+            self.stderr.write(nothing_usable(options["file"], why_nothing(reader)))
+            sys.exit(NOTHING_USABLE)
+        self.stdout.write(f"replayed {sent[0]} events ({reader.lines_read} lines) into {name}")
 
 
 class _Bar:

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from handoff.management.cliargs import address, at_least, writable
 from handoff.management.cliargs import speed as parse_speed
 from handoff.sim import SCENARIOS, Options, find_scenario, run
 from handoff.sim.attached.driver import NodeFault
@@ -115,6 +116,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        _check_options(options)
         name = options["scenario"] or (None if options["file"] else "steady")
         try:
             scenario = find_scenario(name, options["file"])
@@ -270,6 +272,19 @@ class Command(BaseCommand):
             attached.stop()
         if attached.error is not None:
             raise CommandError(f"the attached run stopped: {attached.error}")
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """Out-of-range numbers and unwritable files, before anything is built or run."""
+    at_least("--duration", options["duration"], 0.0, above=True)
+    at_least("--nodes", options["nodes"], 1)
+    at_least("--pods", options["pods"], 0)
+    at_least("--churn", options["churn"], 0.0, above=True)
+    if options["record"]:
+        writable(options["record"], "--record")
+    if options["serve"]:
+        address(options["serve"], "--serve")
+        writable(options["kubeconfig"], "--kubeconfig")
 
 
 def _interrupt(*_: object) -> None:

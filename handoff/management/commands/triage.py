@@ -13,7 +13,13 @@ from handoff.core.report import build_report, write_report_json
 from handoff.core.trace import parse_time
 from handoff.core.verdicts import VERDICT_NAMES
 from handoff.interop.exporters.tables import render_table
-from handoff.management.cliargs import is_tty
+from handoff.management.cliargs import (
+    NOTHING_USABLE,
+    at_least,
+    is_tty,
+    nothing_usable,
+    why_nothing,
+)
 from handoff.offline.triage import fold_file
 
 MAX_ERRORS_PRINTED = 20
@@ -48,6 +54,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         at = _parse_at(options["at"])
+        at_least("--stuck-after", options["stuck_after"], 0.0)
         if options["cluster"]:
             self._print(_live_report(options["cluster"], at, options), options)
             return
@@ -59,9 +66,9 @@ class Command(BaseCommand):
             self.stderr.write(f"{options['trace']}: {error}")
         if len(reader.errors) > MAX_ERRORS_PRINTED:
             self.stderr.write(f"... and {len(reader.errors) - MAX_ERRORS_PRINTED} more bad lines")
-        if timeline.events_applied == 0 and reader.errors:
-            self.stderr.write(f"{options['trace']}: nothing could be read")
-            sys.exit(2)
+        if timeline.events_applied == 0 and not _read_later(options["trace"], at):
+            self.stderr.write(nothing_usable(options["trace"], why_nothing(reader)))
+            sys.exit(NOTHING_USABLE)
         if options["format"] == "json" and _binary(self.stdout) is not None:
             # Written pod by pod: a trace of 100,000s of pods need not be held whole.
             out = _binary(self.stdout)
@@ -116,6 +123,15 @@ def _live_report(cluster: str, at: float | None, options: dict[str, Any]) -> dic
     for view in report["pods"]:
         view["deleted_blind"] = folder.blind.get(view["uid"] or "")
     return report
+
+
+def _read_later(path: str, at: float | None) -> bool:
+    """With --at before the first event nothing was folded: whether the file has events
+    (0 pods at that time is then the answer) or none at all."""
+    if at is None:
+        return False
+    timeline, _ = fold_file(path)
+    return timeline.events_applied > 0
 
 
 def _parse_at(value: str | None) -> float | None:

@@ -118,6 +118,31 @@ def test_it_refuses_bad_times_and_unknown_traces(signed_in, settings, tmp_path: 
     assert signed_in.get("/api/replay/x-expected.json").status_code == 404
 
 
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"hello\nworld\n", b'{"handoff_trace":1,"cluster":"x"}\n', b"\x1f\x8b\x08broken"],
+    ids=["empty", "not-json", "header-only", "broken-gzip"],
+)
+def test_it_answers_a_bad_server_side_trace_as_a_bad_upload(
+    signed_in, settings, tmp_path: Path, content: bytes
+):
+    """An unusable file in HANDOFF_REPLAY_DIR: the pages and the API say why in one line,
+    as they do for a refused upload (400, never a 500 or a debug page)."""
+    settings.HANDOFF_REPLAY_DIR = str(tmp_path)
+    (tmp_path / "bad.jsonl").write_bytes(content)
+    for url in ("/replay/f-bad.jsonl/", "/replay/f-bad.jsonl/fleet/", "/replay/f-bad.jsonl/nodes/"):
+        page = signed_in.get(url)
+        assert page.status_code == 400, url
+        text = page.content.decode()
+        assert "not a Handoff trace" in text or "could not be read" in text
+        assert "Traceback" not in text
+    answer = signed_in.get("/api/replay/f-bad.jsonl/summary")
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error.startswith(("not a Handoff trace", "the file could not be read"))
+    assert "\n" not in error
+
+
 def test_it_replays_a_server_side_trace_at_a_time(signed_in, settings):
     settings.HANDOFF_REPLAY_DIR = str(TRACES)
     trace = "f-stuck-node-missing.jsonl"

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 import redis
 
+from handoff.core.trace import parse_time
 from handoff.live import clusters, store
 from handoff.live.fold import Folder, FoldSettings
 
 TRACES = Path(__file__).resolve().parents[2] / "data" / "traces"
 HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+SECOND_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
 def hostile_trace(target: Path) -> Path:
@@ -75,18 +82,39 @@ def many_pods_trace(target: Path, count: int) -> Path:
         elif kind == "Pod":
             pod_lines.append(record)
     template_uid = pod_lines[0]["object"]["metadata"]["uid"]
+    template_start = parse_time(pod_lines[0]["observed"])
     out = [b'{"handoff_trace":1,"cluster":"many","source":"scripted"}', *nodes]
     for i in range(count):
+        # The objects' own times move with the pod's, so each pod is watched from its
+        # creation (its durations are observed), however late in the trace it comes.
+        # Whole seconds, so they stay inside the second they are observed in, as the API's.
+        shift = int(parse_time(_observed(i, 0))) - int(template_start)
         for step, record in enumerate(pod_lines):
-            obj = orjson.loads(orjson.dumps(record["object"]))
+            obj = _shifted(orjson.loads(orjson.dumps(record["object"])), shift)
             meta = obj["metadata"]
             meta["name"] = f"load-{i:05d}"
             meta["namespace"] = f"team-{i % 7}"
             meta["uid"] = template_uid[:-5] + f"{i:05d}"
             if obj["spec"].get("nodeName"):
                 obj["spec"]["nodeName"] = ("worker-1", "worker-3")[i % 2]
-            second, micros = divmod(i * 10_000 + step * 1000, 1_000_000)
-            observed = f"2026-03-01T10:{1 + second // 60:02d}:{second % 60:02d}.{micros:06d}Z"
+            observed = _observed(i, step)
             out.append(orjson.dumps({"observed": observed, "type": record["type"], "object": obj}))
     target.write_bytes(b"\n".join(out) + b"\n")
     return target
+
+
+def _observed(pod: int, step: int) -> str:
+    second, micros = divmod(pod * 10_000 + step * 1000, 1_000_000)
+    return f"2026-03-01T10:{1 + second // 60:02d}:{second % 60:02d}.{micros:06d}Z"
+
+
+def _shifted(value: Any, seconds: int) -> Any:
+    """Every 1-second RFC 3339 time in an object moved by ``seconds`` (kept to seconds)."""
+    if isinstance(value, dict):
+        return {key: _shifted(item, seconds) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shifted(item, seconds) for item in value]
+    if isinstance(value, str) and SECOND_TIME.match(value):
+        moved = datetime.fromtimestamp(int(parse_time(value) + seconds), tz=UTC)
+        return moved.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value
