@@ -84,10 +84,9 @@ def test_no_label_overlaps_another_or_a_title(
                 assert clashes(b["modebar"], [b["title"], *b["labels"]]) == [], where
                 # Each chart stays inside its own figure: none spills over a neighbour.
                 figure = b["figure"]
-                for drawn in b["drawn"]:
-                    assert figure[0] - 1 <= drawn[0] and drawn[2] <= figure[2] + 1, where
-                for label in b["labels"] + b["xticks"]:
-                    assert figure[0] - 1 <= label[0] and label[2] <= figure[2] + 1, where
+                for inside in b["drawn"] + b["labels"] + b["xticks"]:
+                    assert figure[0] - 1 <= inside[0], where
+                    assert inside[2] <= figure[2] + 1, where
             page.screenshot(
                 path=str(Path("tests/artifacts") / f"fleet-{cluster}-{width}x{height}-{theme}.png"),
                 full_page=True,
