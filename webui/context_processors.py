@@ -45,13 +45,21 @@ def handoff(request: HttpRequest) -> dict:
     }
 
 
-def demo_clusters() -> dict:
-    """For the demo banner: which of the clusters shown are simulated, so it never calls
-    a real cluster simulated. None when the store cannot say."""
+def demo_clusters() -> str:
+    """For the demo banner: what the clusters shown are, so it never calls a real cluster
+    simulated (or a replayed trace real). Empty when there are none or the store is down."""
     try:
         configs = list(queries.configs(clusterdata.client()).values())
     except redis.RedisError:
-        return {"simulated": [], "real": []}
-    simulated = [c.name for c in configs if clusterdata.simulated(c)]
-    real = [c.name for c in configs if not clusterdata.simulated(c)]
-    return {"simulated": simulated, "real": real}
+        return ""
+    groups = {
+        "simulated": [c.name for c in configs if clusterdata.simulated(c)],
+        "real, watched read-only": [
+            c.name for c in configs if c.kind != "trace" and not clusterdata.simulated(c)
+        ],
+        "replayed from recorded traces": [c.name for c in configs if c.kind == "trace"],
+    }
+    present = {what: names for what, names in groups.items() if names}
+    if len(present) == 1:
+        return f"the clusters shown are {next(iter(present))}"
+    return "; ".join(f"{what}: {', '.join(sorted(names))}" for what, names in present.items())

@@ -28,6 +28,8 @@ BOXES = """(chart) => {
     labels: all(".annotation-text"),
     modebar: all(".modebar"),
     title: box(chart.closest("figure").querySelector(".chart-title")),
+    figure: box(chart.closest("figure")),
+    drawn: [...chart.querySelectorAll(".main-svg")].map(box),
   };
 }"""
 
@@ -80,6 +82,11 @@ def test_no_label_overlaps_another_or_a_title(
                 assert clashes(b["labels"]) == [], where
                 assert clashes(b["labels"], b["xticks"] + b["yticks"]) == [], where
                 assert clashes(b["modebar"], [b["title"], *b["labels"]]) == [], where
+                # Each chart stays inside its own figure: none spills over a neighbour.
+                figure = b["figure"]
+                for inside in b["drawn"] + b["labels"] + b["xticks"]:
+                    assert figure[0] - 1 <= inside[0], where
+                    assert inside[2] <= figure[2] + 1, where
             page.screenshot(
                 path=str(Path("tests/artifacts") / f"fleet-{cluster}-{width}x{height}-{theme}.png"),
                 full_page=True,

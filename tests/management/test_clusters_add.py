@@ -165,3 +165,24 @@ def test_without_redis_nothing_is_saved_and_one_line_says_where(tmp_path):
         cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert listed.stdout.strip() == "NAME  KIND  WHERE"
+
+
+def test_remove_without_redis_keeps_the_cluster(tmp_path):
+    port = free_port()
+    env = python_env(REDIS_URL=f"redis://127.0.0.1:{port}/0", HANDOFF_RUN_DIR=str(tmp_path))
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "--noinput"], cwd=BASE_DIR, env=env, check=True,
+                   capture_output=True)  # fmt: skip
+    shell = (
+        "from handoff.models import Cluster; from django.db import models; "
+        "models.Model.save(Cluster(name='c1', kind='simulator', scenario='steady'))"
+    )
+    subprocess.run([*manage, "shell", "-c", shell], cwd=BASE_DIR, env=env, check=True,
+                   capture_output=True)  # fmt: skip
+    result = subprocess.run([*manage, "clusters", "remove", "c1"], cwd=BASE_DIR, env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"cannot reach Redis at redis://127.0.0.1:{port}/0")
+    listed = subprocess.run([*manage, "clusters", "list"], cwd=BASE_DIR, env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert "c1" in listed.stdout

@@ -65,8 +65,10 @@
   function distributions(data) {
     var box = root.querySelector("[data-distributions]");
     box.textContent = "";
-    Object.keys(data.durations).forEach(function (name) {
-      var d = data.durations[name];
+    var names = Object.keys(data.durations);
+    // Every figure first, then the charts: drawn into a grid still filling up, a chart
+    // would take the whole row and spill over its neighbours once they arrive.
+    var divs = names.map(function (name) {
       var figure = H.el("figure", null, "chart-figure");
       // The title is the page's, above the chart: Plotly's modebar can never cover it.
       figure.appendChild(H.el("h3", LABELS[name] || name, "chart-title"));
@@ -74,6 +76,10 @@
       div.dataset.duration = name;
       figure.appendChild(div);
       box.appendChild(figure);
+      return div;
+    });
+    names.forEach(function (name, index) {
+      var d = data.durations[name], div = divs[index];
       if (!d.count) { div.appendChild(H.el("p", (LABELS[name] || name) + ": no pod has both milestones yet.", "muted")); return; }
       // A log axis cannot show 0 (a coarse one-second timestamp gives it): such values
       // are drawn at the first bin's edge, which the histogram already counts them in.
