@@ -58,14 +58,16 @@ def drive(
 ) -> None:
     """Run until ``stop`` or ``duration`` virtual seconds: take in the watches' changes and
     the calls other threads posted (``inbox``: a fault, a scenario step), then run what is
-    due by the wall clock. Everything touching the cluster runs in this one thread."""
-    wall0, elapsed0 = time.monotonic(), loop.elapsed
+    due by the wall clock. Everything touching the cluster runs in this one thread.
+
+    Virtual time is the wall clock's (the loop started at the epoch second it was built), so
+    the timestamps the kubelets write agree with the real control plane's."""
     while not stop.is_set():
         api.pull()
         while inbox is not None and not inbox.empty():
             fn, args = inbox.get_nowait()
             fn(*args)
-        target = elapsed0 + (time.monotonic() - wall0)
+        target = time.time() - loop.start
         if duration is not None:
             target = min(target, duration)
         loop.run(until=target)

@@ -124,15 +124,13 @@ class MirrorAPI(APIServer):
             raise not_found(resource, meta["name"])
         namespace, name = key
         result = old
-        status = merge_diff(old.get("status"), new.get("status"))
-        if resource in STATUS_OWNED and status not in ({}, None):
+        owned = resource in STATUS_OWNED
+        status = merge_diff(old.get("status"), new.get("status")) if owned else {}
+        if status not in ({}, None):
             result = self.remote.patch(resource, namespace, name, {"status": status}, "status")
-        rest = merge_diff(
-            {k: _writable(old, k) for k in ("spec", "metadata") if k in old},
-            {k: _writable(new, k) for k in ("spec", "metadata") if k in new},
-        )
-        if resource not in STATUS_OWNED and status not in ({}, None):
-            rest["status"] = status
+        # The rest of the object: spec, labels and taints; for an Event, count, message and
+        # lastTimestamp, which are top-level fields.
+        rest = merge_diff(_writable(old, owned), _writable(new, owned))
         if rest:
             result = self.remote.patch(resource, namespace, name, rest)
         if result is old:
@@ -168,10 +166,17 @@ def _without_service_account(spec: Obj) -> Obj:
     return {k: v for k, v in spec.items() if k not in ("serviceAccountName", "serviceAccount")}
 
 
-def _writable(obj: Obj, part: str) -> Obj:
-    """The part of ``obj`` a client may change: metadata without server-set fields."""
-    value = obj[part]
-    if part != "metadata":
-        return value
-    server_set = ("resourceVersion", "managedFields", "creationTimestamp", "uid", "generation")
-    return {k: v for k, v in value.items() if k not in server_set}
+SERVER_SET = ("resourceVersion", "managedFields", "creationTimestamp", "uid", "generation")
+
+
+def _writable(obj: Obj, without_status: bool) -> Obj:
+    """What of ``obj`` a client's patch may change: no kind or apiVersion, metadata without
+    server-set fields, and no status where a subresource owns it."""
+    out: Obj = {}
+    for key, value in obj.items():
+        if key in ("kind", "apiVersion") or (without_status and key == "status"):
+            continue
+        if key == "metadata":
+            value = {k: v for k, v in value.items() if k not in SERVER_SET}
+        out[key] = value
+    return out
