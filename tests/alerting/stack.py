@@ -27,6 +27,12 @@ class Server:
     proc: subprocess.Popen
     url: str
 
+    def reload(self) -> None:
+        """Read the configuration and rule files again (``--web.enable-lifecycle``)."""
+        request = urllib.request.Request(f"{self.url}/-/reload", data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert answer.status == 200
+
     def get(self, path: str, **query: str) -> Any:
         address = f"{self.url}{path}?{urllib.parse.urlencode(query)}" if query else self.url + path
         with urllib.request.urlopen(address, timeout=10) as answer:
@@ -47,7 +53,7 @@ def start_prometheus(
     directory: Path, scrape_configs: list[dict], rules: Path, alertmanager: str
 ) -> Server:
     """Prometheus scraping and evaluating every second, sending alerts to ``alertmanager``
-    at once (no resend delay)."""
+    at once (no resend delay); ``reload()`` rereads ``rules``."""
     port = free_port()
     config = {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
@@ -58,7 +64,7 @@ def start_prometheus(
     (directory / "prometheus.yml").write_text(yaml.safe_dump(config))
     argv = [binary("prometheus", "prometheus"), f"--config.file={directory / 'prometheus.yml'}"]
     argv += [f"--storage.tsdb.path={directory / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"]
-    argv += ["--rules.alert.resend-delay=1s", "--log.level=info"]
+    argv += ["--rules.alert.resend-delay=1s", "--web.enable-lifecycle", "--log.level=info"]
     proc = spawn(argv, directory / "prometheus.log")
     url = f"http://127.0.0.1:{port}"
     wait_until(lambda: _ready(url), 30, f"Prometheus on {url}")

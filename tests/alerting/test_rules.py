@@ -8,6 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from handoff.core.verdicts import VERDICT_NAMES
@@ -192,3 +193,19 @@ def test_the_servicemonitor_scrapes_the_service_with_the_metrics_token() -> None
         "key": "HANDOFF_METRICS_TOKEN",
     }
     assert service["metadata"]["name"] == "handoff"  # the job name HandoffDown expects
+
+
+def test_a_missing_binary_fails_under_ci_and_skips_elsewhere_naming_the_package(
+    monkeypatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(
+        pytest.fail.Exception, match="install Debian's prometheus-alertmanager package"
+    ):
+        binary("prometheus-alertmanager", "prometheus-alertmanager")
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(
+        pytest.skip.Exception, match="promtool not found: install Debian's prometheus package"
+    ):
+        binary("promtool", "prometheus")
