@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from django.urls import resolve
 
-from handoff.live import store
+from handoff.live import queries
 from tests.conftest import start_daphne, stop, wait_until
 from tests.hardening import faultrun
 
@@ -66,7 +66,9 @@ def _board_api(link: str) -> dict:
 
 
 def _control_plane_running(client) -> bool:
-    views = [v for v in store.pod_views(client, "sim").values() if v["namespace"] == "kube-system"]
+    views = [
+        v for v in queries.pod_views(client, "sim").values() if v["namespace"] == "kube-system"
+    ]
     return len(views) >= 4 and all(v["verdict"] == "running" for v in views)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import redis
 from playwright.sync_api import expect
 
-from handoff.live import store
+from handoff.live import clusters
 from handoff.live.queries import ATTENTION
 from handoff.sim import Options, find_scenario, run
 from tests.conftest import BASE_DIR
@@ -25,8 +25,8 @@ def test_it_takes_the_readme_screenshots(
     trace = tmp_path / "demo-2min.jsonl"
     run(find_scenario("demo", None), Options(seed=0, duration=120), record=trace)
     fold_into_redis(redis_client, "demo", trace)
-    store.register_cluster(
-        redis_client, store.ClusterConfig(name="demo", kind="trace", trace=str(trace))
+    clusters.register_cluster(
+        redis_client, clusters.ClusterConfig(name="demo", kind="trace", trace=str(trace))
     )
     IMAGES.mkdir(parents=True, exist_ok=True)
 

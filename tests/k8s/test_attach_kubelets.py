@@ -14,10 +14,10 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from devtools.controlplane import ControlPlane
 from handoff.attach.run import Attached, attach
 from handoff.sim.cluster import Cluster
 from handoff.sim.scenarios.base import Options, Scenario
-from tests.k8s.conftest_attach import ControlPlane, control_plane  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 NAMESPACE = "attach-test"
@@ -35,14 +35,14 @@ SCENARIO = Scenario("attach-test", _build, None, "two attached nodes", attachabl
 
 
 @pytest.fixture(scope="module")
-def core(control_plane: ControlPlane) -> Iterator[k8s.CoreV1Api]:  # noqa: F811
+def core(control_plane: ControlPlane) -> Iterator[k8s.CoreV1Api]:
     api = k8s_config.new_client_from_config(config_file=str(control_plane.admin_kubeconfig))
     yield k8s.CoreV1Api(api)
     api.close()
 
 
 @pytest.fixture(scope="module")
-def attached(control_plane: ControlPlane, core: k8s.CoreV1Api) -> Iterator[Attached]:  # noqa: F811
+def attached(control_plane: ControlPlane, core: k8s.CoreV1Api) -> Iterator[Attached]:
     core.create_namespace({"metadata": {"name": NAMESPACE}})
     run = attach(SCENARIO, Options(), str(control_plane.admin_kubeconfig))
     run.start()
@@ -90,7 +90,7 @@ def events(core: k8s.CoreV1Api, name: str) -> list[k8s.CoreV1Event]:
 def test_nodes_register_ready_as_v1_20_kubelets_and_renew_their_leases(
     attached: Attached,
     core: k8s.CoreV1Api,
-    control_plane: ControlPlane,  # noqa: F811
+    control_plane: ControlPlane,
 ) -> None:
     leases = k8s.CoordinationV1Api(core.api_client)
     for name in NODES:

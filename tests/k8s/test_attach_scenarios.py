@@ -11,9 +11,9 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from devtools.controlplane import ControlPlane
 from handoff.attach.run import attach
 from handoff.sim import Options, find_scenario
-from tests.k8s.conftest_attach import ControlPlane, control_plane  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 NODES = ("control-plane", "worker-1", "worker-2")
@@ -21,7 +21,7 @@ RUN_S = 40.0  # past the rejections at 30-32 s and the typo'd node at 40 s
 
 
 @pytest.fixture(scope="module")
-def pods(control_plane: ControlPlane) -> Iterator[dict[str, k8s.V1Pod]]:  # noqa: F811
+def pods(control_plane: ControlPlane) -> Iterator[dict[str, k8s.V1Pod]]:
     api = k8s_config.new_client_from_config(config_file=str(control_plane.admin_kubeconfig))
     core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
     run = attach(

@@ -102,7 +102,9 @@ def test_the_banner_calls_simulated_only_the_simulated_clusters(client, settings
     banner = _banner(client.get("/"))
     assert "simulated" not in banner
     assert "the clusters shown are real, watched read-only" in banner
-    store.register_cluster(redis_client, store.ClusterConfig("copy", "trace", trace="/x.jsonl"))
+    clusters.register_cluster(
+        redis_client, clusters.ClusterConfig("copy", "trace", trace="/x.jsonl")
+    )
     banner = _banner(client.get("/"))
     assert "real, watched read-only: prod; replayed from recorded traces: copy" in banner
     # The board's title says what the cluster is, in words.

@@ -153,7 +153,7 @@ class Command(BaseCommand):
         cluster = Cluster.objects.filter(name=options["name"]).first()
         if cluster is None:
             raise CommandError(f"no cluster named {options['name']!r}")
-        with redis.Redis.from_url(settings.REDIS_URL) as client:
+        with conf.redis_client() as client:
             client.ping()  # unreachable: one line from manage.py, the row stays
         cluster.delete()  # unregisters it: its streams stop at their next hand-over
         if not options["keep_data"]:
