@@ -170,68 +170,35 @@ def run(
     ``reclaim=False`` is for a caller that exits right after: flat out, the cyclic
     collector stays off at the end instead of walking the whole simulated cluster once.
     """
-    cluster_box: list[Cluster] = []
-    writer: TraceWriter | None = None
-
     with quiet_gc():
         cluster = scenario.build(options)
-    cluster_box.append(cluster)
+    writer = None
     if record is not None:
         writer = TraceWriter(
             record, cluster=cluster.config.name, source=source_label(scenario, options.seed)
         )
     lines = LineBuffer(writer)
-    if on_event is None:
-        sink = lines.add
-    else:
-
-        def sink(observed: float, type_: str, obj: Obj) -> None:
-            lines.add(observed, type_, obj)
-            on_event(observed, type_, obj)
-
-    recording = Recording(cluster.api, sink, events_group=events_group)
+    recording = Recording(cluster.api, _sink(lines, on_event), events_group=events_group)
     recording.start()
     if progress is not None:
-
-        def report() -> None:
-            api = cluster.api
-            progress(
-                f"{format_time(cluster.now)[:19]}Z {scenario.name}: "
-                f"{len(api.stores['pods'].objects)} pods, {len(api.nodes())} nodes, "
-                f"{recording.lines} watch events so far"
-            )
-
-        cluster.loop.every(progress_every, report)
+        cluster.loop.every(progress_every, _reporter(cluster, scenario, recording, progress))
     duration = options.duration if options.duration is not None else scenario.duration
     started = time.perf_counter()
-    previous = gc.get_threshold()
-    # The simulation allocates many short-lived, acyclic dicts; collecting every 700
-    # allocations costs a fifth of the run. Objects from the build are frozen out of it.
-    # Flat out, the collector is paused (it finds a few hundred cyclic objects a virtual
-    # minute, and its passes over the live pods cost a tenth of the run); one pass every
-    # ten virtual minutes, whose survivors are then frozen, keeps endless runs bounded.
-    gc.set_threshold(50_000, 20, 100)
-    was_enabled = gc.isenabled()
-    if not speed:
-        gc.disable()
-        cluster.loop.every(600.0, _collect_and_freeze)
-    try:
-        cluster.loop.run(until=duration, pace=pacer(speed) if speed else None)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        # Written before the collector comes back: its first pass walks every object made
-        # since the last freeze (seconds on a big run), and a caller about to exit
-        # (``reclaim=False``) never needs it.
+    with _collector_for_the_run(cluster, speed, reclaim):
         try:
-            recording.drain()
-            lines.flush()
+            cluster.loop.run(until=duration, pace=pacer(speed) if speed else None)
+        except KeyboardInterrupt:
+            pass
         finally:
-            if writer is not None:
-                writer.close()
-            gc.set_threshold(*previous)
-            if was_enabled and reclaim:
-                gc.enable()
+            # Written before the collector comes back: its first pass walks every object
+            # made since the last freeze (seconds on a big run), and a caller about to exit
+            # (``reclaim=False``) never needs it.
+            try:
+                recording.drain()
+                lines.flush()
+            finally:
+                if writer is not None:
+                    writer.close()
     wall = time.perf_counter() - started
     api = cluster.api
     stats = RunStats(
@@ -245,6 +212,53 @@ def run(
         len(api.stores["nodes"].objects),
     )
     return cluster, stats
+
+
+def _sink(lines: LineBuffer, on_event: Callable[[float, str, Obj], None] | None) -> Callable:
+    """Where the recording's watch events go: the trace, and the caller's hook if any."""
+    if on_event is None:
+        return lines.add
+
+    def sink(observed: float, type_: str, obj: Obj) -> None:
+        lines.add(observed, type_, obj)
+        on_event(observed, type_, obj)
+
+    return sink
+
+
+def _reporter(
+    cluster: Cluster, scenario: Scenario, recording: Recording, progress: Callable[[str], None]
+) -> Callable[[], None]:
+    def report() -> None:
+        api = cluster.api
+        progress(
+            f"{format_time(cluster.now)[:19]}Z {scenario.name}: "
+            f"{len(api.stores['pods'].objects)} pods, {len(api.nodes())} nodes, "
+            f"{recording.lines} watch events so far"
+        )
+
+    return report
+
+
+@contextmanager
+def _collector_for_the_run(cluster: Cluster, speed: float | None, reclaim: bool) -> Iterator[None]:
+    """The simulation allocates many short-lived, acyclic dicts; collecting every 700
+    allocations costs a fifth of the run. Objects from the build are frozen out of it.
+    Flat out, the collector is paused (it finds a few hundred cyclic objects a virtual
+    minute, and its passes over the live pods cost a tenth of the run); one pass every ten
+    virtual minutes, whose survivors are then frozen, keeps endless runs bounded."""
+    previous = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 100)
+    was_enabled = gc.isenabled()
+    if not speed:
+        gc.disable()
+        cluster.loop.every(600.0, _collect_and_freeze)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
+        if was_enabled and reclaim:
+            gc.enable()
 
 
 def run_lead(cluster: Cluster, scenario: Scenario) -> None:
