@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from handoff.core.report import build_report
-from handoff.core.timeline import fold_file
 from handoff.core.trace import TraceReader
+from handoff.offline.triage import fold_file
 from tests.k8s import situations as s
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "k8s-v1.20.2" / "situations.jsonl.gz"
