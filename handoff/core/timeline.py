@@ -27,6 +27,7 @@ from handoff.core import verdicts as v
 from handoff.core.facts import (
     KUBELET,
     EventFacts,
+    StatusFacts,
     assigned_node,
     is_rejection,
     read_event,
@@ -156,10 +157,10 @@ class Timeline(Judging):
         return None
 
     def apply_pod(self, observed: float, type_: str, obj: KubeObject) -> PodState | None:
-        """Fold a Pod update. The hottest code of the fold, hence one flat method:
-        the facts the status sets, the milestones the kubelet's status proves and
-        the note of a visible change were separate calls once, each costing about
-        as much as the few steps it held."""
+        """Fold a Pod update. The hottest code of the fold, hence flat: the facts the
+        status sets are inlined (a call each cost about as much as the few steps it
+        held); what the kubelet's own status proves and the note of a visible change
+        are one call each (``kubelet_status``, ``note_change``)."""
         meta = obj.metadata
         if meta is None or not meta.name:
             self.skipped["Pod without metadata"] += 1
@@ -221,53 +222,11 @@ class Timeline(Judging):
                 pod.terminated = facts.terminated
             if phase == "Succeeded" or phase == "Failed":
                 mark(FINISHED, observed, facts.latest_finish or facts.start)
-            if facts.kubelet_wrote:  # what the kubelet's own status proves
-                start = facts.start
-                mark(ACK, observed, start)
-                if phase == "Failed" and is_rejection(pod.status_reason, pod.status_message):
-                    pod.rejection = (pod.status_reason, strip_rejection(pod.status_message))
-                    mark(REJECTED, observed, start)
-                else:
-                    mark(ADMITTED, observed, start)
-                if facts.sandbox_at is not None:
-                    mark(SANDBOX, observed, facts.sandbox_at)
-                if facts.initialized_at is not None:
-                    mark(INITIALIZED, observed, facts.initialized_at)
-                if facts.ready_at is not None:
-                    mark(READY, observed, facts.ready_at)
-                if facts.all_started_at is not None:
-                    mark(STARTED, observed, facts.all_started_at)
-                if phase == "Running":
-                    # The phase has no timestamp of its own: the containers' start stands
-                    # in only when the pod is first seen already running (a list, a late
-                    # watch).
-                    mark(RUNNING, observed, facts.latest_start if first else None)
+            if facts.kubelet_wrote:
+                kubelet_status(pod, observed, facts, phase, first)
         if type_ == "DELETED":
             mark(DELETED, observed)
-        # A visible change (a milestone, nodeName set being ``bound``, the phase, the
-        # status or waiting reason, a deletion request or a DisruptionTarget as flag
-        # bits above the milestones) is remembered; a repeat of the last one is not.
-        bits = pod.reached
-        if pod.deletion_requested is not None:
-            bits |= DELETING_BIT
-        extra = pod.extra
-        if extra is not None and extra.disruption is not None:
-            bits |= DISRUPTION_BIT
-        changes = pod.changes
-        if (
-            changes
-            and changes[-4] == bits
-            and changes[-3] == pod.phase
-            and changes[-2] == pod.status_reason
-            and changes[-1] == pod.waiting
-        ):
-            return pod
-        pod.last_change = observed
-        entry = (observed, bits, pod.phase, pod.status_reason, pod.waiting)
-        if len(changes) < MAX_CHANGES * CHANGE_FIELDS:
-            pod.changes = changes + entry
-        else:  # keep the latest state; the middle of a long history goes
-            pod.changes = changes[:-CHANGE_FIELDS] + entry
+        note_change(pod, observed)
         return pod
 
     def _new_pod(self, uid: str, namespace: str, name: str) -> PodState:
@@ -317,37 +276,8 @@ class Timeline(Judging):
             pod = self._pod_for_event(facts)
             if pod is None:
                 return None
-        key = crc32(facts.key.encode())  # event_key(), inlined
-        events = pod.events
-        for record in events:
-            if record.key == key:
-                if not_newer(facts, record):
-                    return None
-                update_record(record, facts)
-                break
-        else:
-            # Reasons, sources and routine messages repeat across pods: share them.
-            # Other messages mostly name the pod; interning them costs more than it saves.
-            message = facts.message
-            type_ = facts.type
-            component = facts.component
-            host = facts.host
-            record = EventRecord(
-                key,
-                intern(facts.reason),
-                "Normal" if type_ == "Normal" else intern(type_),
-                KUBELET if component == KUBELET else intern(component),
-                pod.node if host == pod.node else intern(host),  # the pod's node, shared
-                intern(message) if facts.reason in ROUTINE_REASONS else message,
-                facts.first,
-                facts.last,
-                facts.count,
-                observed,
-            )
-            if events:
-                events.append(record)
-            else:
-                pod.events = [record]
+        if not record_event(pod, facts, observed):
+            return None
         # What the event says about the pod.
         reason = facts.reason
         first = facts.first
@@ -474,3 +404,92 @@ def _fold_reader(timeline: Timeline, reader: TraceReader, until: float | None) -
             apply(observed, type_, obj)
 
     reader.feed(apply_until)
+
+
+def kubelet_status(
+    pod: PodState, observed: float, facts: StatusFacts, phase: str, first: bool
+) -> None:
+    """The milestones a status the kubelet wrote proves (``facts.kubelet_wrote``)."""
+    mark = pod.mark
+    start = facts.start
+    mark(ACK, observed, start)
+    if phase == "Failed" and is_rejection(pod.status_reason, pod.status_message):
+        pod.rejection = (pod.status_reason, strip_rejection(pod.status_message))
+        mark(REJECTED, observed, start)
+    else:
+        mark(ADMITTED, observed, start)
+    if facts.sandbox_at is not None:
+        mark(SANDBOX, observed, facts.sandbox_at)
+    if facts.initialized_at is not None:
+        mark(INITIALIZED, observed, facts.initialized_at)
+    if facts.ready_at is not None:
+        mark(READY, observed, facts.ready_at)
+    if facts.all_started_at is not None:
+        mark(STARTED, observed, facts.all_started_at)
+    if phase == "Running":
+        # The phase has no timestamp of its own: the containers' start stands in only
+        # when the pod is first seen already running (a list, a late watch).
+        mark(RUNNING, observed, facts.latest_start if first else None)
+
+
+def note_change(pod: PodState, observed: float) -> None:
+    """Remember a visible change (a milestone, nodeName set being ``bound``, the phase,
+    the status or waiting reason, a deletion request or a DisruptionTarget as flag bits
+    above the milestones); a repeat of the last one is not."""
+    bits = pod.reached
+    if pod.deletion_requested is not None:
+        bits |= DELETING_BIT
+    extra = pod.extra
+    if extra is not None and extra.disruption is not None:
+        bits |= DISRUPTION_BIT
+    changes = pod.changes
+    if (
+        changes
+        and changes[-4] == bits
+        and changes[-3] == pod.phase
+        and changes[-2] == pod.status_reason
+        and changes[-1] == pod.waiting
+    ):
+        return
+    pod.last_change = observed
+    entry = (observed, bits, pod.phase, pod.status_reason, pod.waiting)
+    if len(changes) < MAX_CHANGES * CHANGE_FIELDS:
+        pod.changes = changes + entry
+    else:  # keep the latest state; the middle of a long history goes
+        pod.changes = changes[:-CHANGE_FIELDS] + entry
+
+
+def record_event(pod: PodState, facts: EventFacts, observed: float) -> bool:
+    """Keep an Event among the pod's (a repeat updates its record); False when it is
+    not newer than the record already kept."""
+    key = crc32(facts.key.encode())  # event_key(), inlined
+    events = pod.events
+    for record in events:
+        if record.key == key:
+            if not_newer(facts, record):
+                return False
+            update_record(record, facts)
+            return True
+    # Reasons, sources and routine messages repeat across pods: share them. Other
+    # messages mostly name the pod; interning them costs more than it saves.
+    message = facts.message
+    type_ = facts.type
+    component = facts.component
+    host = facts.host
+    record = EventRecord(
+        key,
+        intern(facts.reason),
+        "Normal" if type_ == "Normal" else intern(type_),
+        KUBELET if component == KUBELET else intern(component),
+        pod.node if host == pod.node else intern(host),  # the pod's node, shared
+        intern(message) if facts.reason in ROUTINE_REASONS else message,
+        facts.first,
+        facts.last,
+        facts.count,
+        observed,
+    )
+    if events:
+        events.append(record)
+    else:
+        pod.events = [record]
+    return True
