@@ -58,7 +58,7 @@ def ingest(url: str, trace: Path, cluster: str = "bench") -> IngestRun:
     publisher.close()
     del reader
     after = int(client.info("memory")["used_memory"])
-    keys = [store.pods_key(cluster), store.changed_key(cluster)]
+    keys = [store.pods_key(cluster), store.changed_key(cluster), store.node_verdicts_key(cluster)]
     keys += list(client.scan_iter(match=store.index_key(cluster, "*", "*"), count=1000))
     sizes = [int(client.memory_usage(key, samples=0) or 0) for key in keys]
     views_bytes = sum(sizes)

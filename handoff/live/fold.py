@@ -174,6 +174,7 @@ class Folder(Snapshots):
     def _clear_indexes(self) -> None:
         pattern = store.index_key(self.cluster, "*", "*")
         keys = list(self.client.scan_iter(match=pattern, count=1000))
+        keys.append(store.node_verdicts_key(self.cluster))  # counted from the same writes
         for start in range(0, len(keys), 500):
             self.client.delete(*keys[start : start + 500])
         self.written = {}

@@ -72,9 +72,9 @@ def index_key(cluster: str, by: str, value: str) -> str:
 
 def node_verdicts_key(cluster: str) -> str:
     """Hash "<node>\n<verdict>" -> pods of that verdict handed to that node, kept by
-    ``write_pods``/``drop_pods``: the nodes page reads it instead of every view. Under
-    ``idx:``, so a restore that clears the indexes clears it with them."""
-    return index_key(cluster, "agg", "node-verdicts")
+    ``write_pods``/``drop_pods``: the nodes page reads it instead of every view. A
+    restore that clears the indexes clears it with them (``Folder._clear_indexes``)."""
+    return k(cluster, "handed")
 
 
 def changed_key(cluster: str) -> str:

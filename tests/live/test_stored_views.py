@@ -151,4 +151,5 @@ def test_drop_reads_every_stored_form(redis_client) -> None:
     assert redis_client.hlen(key) == 0
     assert redis_client.zcard(store.changed_key("c")) == 0
     assert not list(redis_client.scan_iter(match=store.index_key("c", "*", "*")))
+    assert not redis_client.exists(store.node_verdicts_key("c"))  # every count back to none
     assert redis_client.zcard(store.removed_key("c")) == len(views)
