@@ -191,11 +191,6 @@ def test_f_a_deployment_pinned_to_a_missing_node_loops_through_podgc(run: Run) -
     assert_offline_agrees(run, "f")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17: a graceful delete no kubelet finishes is reported `deleted`; "
-    "it is stuck Terminating (verdict stuck-terminating, reason kubelet-silent)",
-)
 def test_g_a_graceful_delete_no_kubelet_finishes_is_stuck_terminating(run: Run) -> None:
     # Deleted right after binding with a 10 s grace period: Terminating for ever after.
     due = run.staged.started["g"] + 10 + STUCK_AFTER + 5

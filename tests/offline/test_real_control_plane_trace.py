@@ -42,12 +42,7 @@ def answer(view: dict) -> tuple:
         "c",
         "d",
         "e",
-        pytest.param(
-            "g",
-            marks=pytest.mark.xfail(
-                strict=True, reason="issue 17: a delete no kubelet finishes reads `deleted`"
-            ),
-        ),
+        "g",
     ],
 )
 def test_each_situation_triages_offline_as_it_did_live(pods, key: str) -> None:
@@ -105,12 +100,6 @@ def test_the_kept_run_shows_the_registration_taint_in_the_pods_second() -> None:
     assert tainted[0]["creationTimestamp"] == pinned["creationTimestamp"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17: a pod created just after its node's registration taint went, in the "
-    "same second, is judged node-lost for good (its 1 s creationTimestamp falls in the "
-    "node's 'down' interval opened by node.kubernetes.io/not-ready:NoSchedule)",
-)
 def test_a_pod_bound_in_the_second_its_node_joined_is_not_node_lost() -> None:
     timeline, reader = fold_file(REGISTRATION)
     assert not reader.errors
