@@ -71,6 +71,7 @@ def test_every_attention_verdict_is_on_the_board_within_a_minute(seed: int) -> N
     assert missing == [], f"not seen within {WITHIN:.0f} s: {missing} (seen: {first})"
     assert set(ATTENTION) == {
         v.STUCK,
+        v.STUCK_TERMINATING,
         v.PODGC_DELETED,
         v.REJECTED,
         v.NODE_LOST,

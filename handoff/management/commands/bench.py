@@ -177,8 +177,11 @@ class Command(BaseCommand):
         for option, key in (("--json", "json_out"), ("--markdown", "markdown")):
             if options[key]:
                 writable(options[key], option)
-        if options["figures"] and not Path(options["figures"]).is_dir():
-            raise CommandError(f"--figures {options['figures']}: no such directory")
+        if options["figures"]:
+            figures = Path(options["figures"])
+            if not figures.is_dir():  # made here (as `make bench` expects), its parent checked
+                writable(figures, "--figures")
+                figures.mkdir()
         workdir = Path(settings.BASE_DIR) / ".run" / "bench"
         workdir.mkdir(parents=True, exist_ok=True)
         results = bench.Results(bench.machine(), shlex.join(["python", *sys.argv]))

@@ -284,7 +284,8 @@ def _check_options(options: dict[str, Any]) -> None:
         writable(options["record"], "--record")
     if options["serve"]:
         address(options["serve"], "--serve")
-        writable(options["kubeconfig"], "--kubeconfig")
+        if options["kubeconfig"]:  # else its own file under .run/, made when it listens
+            writable(options["kubeconfig"], "--kubeconfig")
 
 
 def _interrupt(*_: object) -> None:

@@ -47,6 +47,8 @@ TYPO = 42.0
 OVERSIZED = 55.0
 UNSCHEDULABLE = 57.0
 SECOND_ON_SILENT = 58.0
+RETRIED_ON_SILENT = 4.0  # an operator deletes a pod the silent kubelet holds, to retry it
+RETRY_GRACE = 10  # seconds; no kubelet finishes the deletion: it stays Terminating
 DRAIN = 62.0
 UNDRAIN = 180.0
 KUBELET_BACK = 200.0
@@ -108,8 +110,17 @@ class Incidents:
         later = self.loop.call_later
         later(SILENT_KUBELET, self.cluster.fault, node, "hang")
         later(FIRST_ON_SILENT, self._pinned, "nightly-export", {"hostname": node}, "100m")
+        later(FIRST_ON_SILENT, self._retried, node)
         later(SECOND_ON_SILENT, self._pinned, "cache-warmup", {"hostname": node}, "100m")
         later(KUBELET_BACK, self.cluster.fault, node, "resume")
+
+    def _retried(self, node: str) -> None:
+        """A pod on the silent node that someone deletes to get it retried: the graceful
+        delete waits for a kubelet that does not answer (stuck-terminating until it is
+        back, when it finishes the deletion)."""
+        name = self._pinned("report-sync", {"hostname": node}, "100m")
+        delay = RETRIED_ON_SILENT - FIRST_ON_SILENT
+        self.loop.call_later(delay, self.cluster.delete_pod, "batch", name, RETRY_GRACE)
 
     def _dying(self, node: str) -> None:
         self.loop.call_later(NODE_DIES, self._dies_on_pickup, node)
@@ -130,9 +141,9 @@ class Incidents:
         self.cluster.create_pod(pod(name, namespace, spec, labels={"run": name}))
         return name
 
-    def _pinned(self, base: str, selector: dict[str, str], cpu: str) -> None:
+    def _pinned(self, base: str, selector: dict[str, str], cpu: str) -> str:
         labels = {f"kubernetes.io/{k}": v for k, v in selector.items()}
-        self._create(base, "batch", cpu, node_selector=labels)
+        return self._create(base, "batch", cpu, node_selector=labels)
 
     def _dies_on_pickup(self, node_name: str) -> None:
         """The machine fails the moment its kubelet takes the next pod; it never comes
