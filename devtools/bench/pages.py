@@ -233,10 +233,15 @@ def run_pages(
     requests = page_requests(targets, search_terms(targets[:50]))
     cookie, address = services.fold_stack(LATENCY_CLUSTER)
     site = f"http://{address}"
-    asyncio.run(_load(site, cookie, requests, 4, 3.0))  # warm: Django's URLconf, the caches
-
     context = multiprocessing.get_context("spawn")
     work = services.workdir
+    # Warm Django's URLconf and the caches; in a process of its own, as the load is (this
+    # one may be driving a browser, whose event loop asyncio.run() would refuse).
+    warm = context.Process(
+        target=_http_clients, args=(site, cookie, requests, 4, 3.0, str(work / "pages-warm.json"))
+    )
+    warm.start()
+    warm.join()
     ready, stop = context.Event(), context.Event()
     subs = context.Process(
         target=_ws_subscribers,
