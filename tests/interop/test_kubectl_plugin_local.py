@@ -1,28 +1,27 @@
 """``kubectl handoff --local``: no Handoff server, the plugin watches the kubeconfig's
 cluster itself for a few seconds and folds what it saw. Through kubectl, against the
 simulator served over HTTP (``simulate --serve``), and against a real v1.20.2 control plane
-when one is at hand (HANDOFF_K8S_CONTROL_PLANE, default /work/shared/k8s/control-plane)."""
+of its own (started by the project's own code from HANDOFF_K8S_ASSETS, as tests/k8s is:
+missing binaries skip with one line, and fail under CI)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from devtools.devstack import free_port, port_open
+from devtools import controlplane, kubeassets
+from devtools.devstack import free_port
 from tests.conftest import wait_until
 from tests.sim.helpers import control, served_from_the_command_line
 
 from .kubectl import kubectl, one_line_error
 
 pytestmark = pytest.mark.slow
-CONTROL_PLANE = Path(os.environ.get("HANDOFF_K8S_CONTROL_PLANE", "/work/shared/k8s/control-plane"))
 
 
 @pytest.fixture(scope="module")
@@ -94,32 +93,21 @@ def test_local_errors_are_one_line(hung_kubelet, tmp_path: Path) -> None:
 # ------------------------------------------------------------ a real control plane
 
 
-def _ports() -> int:
-    """A port for kube-apiserver whose next two (etcd's) are free too."""
-    for _ in range(50):
-        port = free_port()
-        if port < 65000 and not port_open(port + 1) and not port_open(port + 2):
-            return port
-    raise AssertionError("no three free ports in a row")
-
-
 @pytest.fixture(scope="module")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """etcd, kube-apiserver, kube-scheduler, kube-controller-manager v1.20.2 on loopback (no
-    kubelets): the admin kubeconfig."""
-    if not os.access(CONTROL_PLANE, os.X_OK) or shutil.which("etcd") is None:
-        pytest.skip(f"no real control plane here ({CONTROL_PLANE} and etcd-server needed)")
-    work = tmp_path_factory.mktemp("control-plane")
-    env = {**os.environ, "K8S_PORT": str(_ports())}
-    script = [str(CONTROL_PLANE)]
-    up = subprocess.run(
-        [*script, "up", str(work)], env=env, capture_output=True, text=True, timeout=300
-    )
+    kubelets, and no node: a module's own, apart from tests/k8s's): the admin kubeconfig."""
     try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        yield str(work / "admin.kubeconfig")
+        binaries = kubeassets.find_binaries()
+    except kubeassets.AssetsMissing as exc:
+        if os.environ.get("CI", "").lower() in ("true", "1"):
+            pytest.fail(f"the kubectl plugin's control-plane test needs it in CI: {exc}")
+        pytest.skip(str(exc))
+    plane = controlplane.start(tmp_path_factory.mktemp("control-plane"), binaries)
+    try:
+        yield str(plane.admin_kubeconfig)
     finally:
-        subprocess.run([*script, "down", str(work)], env=env, capture_output=True, timeout=60)
+        plane.stop()
 
 
 PODS = """
