@@ -153,10 +153,19 @@ def test_health_fails_when_the_api_goes_and_recovers_when_it_comes_back(
     wait_until(lambda: all_say(False), 30, "a healthy start")
 
     proxy.drop()
-    wait_until(lambda: all_say(True), 60, "all four to say the stream fails")
-    views = _views(client, redis_client)
     endpoint = f"127.0.0.1:{proxy.port}"
     line = f"{CLUSTER}/pods ({endpoint}): "
+
+    def pods_named_failing() -> bool:
+        # Each stream reaches its third failed call on its own backoff: the first one
+        # to fail turns all four views red, the pods line follows a retry or two later.
+        views = _views(client, redis_client)
+        return all(v[0] for v in views.values()) and all(
+            line in views[name][1] for name in ("status", "home", "board")
+        )
+
+    wait_until(pods_named_failing, 60, "all four to say the pods stream fails")
+    views = _views(client, redis_client)
     for name in ("status", "home", "board"):
         text = views[name][1]
         assert line in text, (name, text)
