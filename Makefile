@@ -15,7 +15,7 @@ PLUGIN_DIR ?= $(HOME)/.local/bin
 # Where `make kube-assets` writes the control-plane binaries (docs/real-control-plane.md).
 KUBE_ASSETS ?= .run/k8s-assets
 
-.PHONY: demo test bench lint fmt clean redis-server chromium kubectl prometheus kubectl-handoff etcd-server kube-assets
+.PHONY: demo test bench screenshots lint fmt clean redis-server chromium kubectl prometheus kubectl-handoff etcd-server kube-assets
 
 ## make demo: the whole stack on this machine at http://127.0.0.1:8000/ (Ctrl-C stops it);
 ## make demo KUBECONFIG=~/.kube/config [CONTEXT=name] watches that cluster instead
@@ -30,6 +30,10 @@ test: $(DEV) redis-server chromium kubectl prometheus etcd-server
 ## make bench: the benchmarks (docs/benchmarks.md), e.g. make bench BENCH_ARGS=--quick
 bench: $(DEV) redis-server chromium
 	$(PY) manage.py bench --json .run/bench/results.json --figures .run/bench $(BENCH_ARGS)
+
+## make screenshots: retake the README's pictures (docs/img/) from the demo scenario
+screenshots: $(DEV) redis-server chromium
+	HANDOFF_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q tests/browser/test_readme_screenshots.py
 
 ## make kubectl-handoff: the kubectl plugin on PATH (a link in PLUGIN_DIR, ~/.local/bin)
 kubectl-handoff: $(RUNTIME)

@@ -1,8 +1,11 @@
-"""The README's pictures (docs/img/), taken here from the demo scenario so they stay
-current: the triage board, one pod's timeline, the fleet page."""
+"""The README's pictures, taken here from the demo scenario so they stay current: the
+triage board, one pod's timeline, the fleet page. A test run writes them to
+tests/artifacts/readme/ (the checkout stays clean); `make screenshots`
+(HANDOFF_UPDATE_SCREENSHOTS=1) writes them over docs/img/."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import redis
@@ -14,7 +17,11 @@ from handoff.sim import Options, find_scenario, run
 from tests.conftest import BASE_DIR
 from tests.webui.detail.tracedata import fold_into_redis
 
-IMAGES = BASE_DIR / "docs" / "img"
+
+def _images() -> Path:
+    if os.environ.get("HANDOFF_UPDATE_SCREENSHOTS") == "1":
+        return BASE_DIR / "docs" / "img"
+    return BASE_DIR / "tests" / "artifacts" / "readme"
 
 
 def test_it_takes_the_readme_screenshots(
@@ -28,25 +35,26 @@ def test_it_takes_the_readme_screenshots(
     clusters.register_cluster(
         redis_client, clusters.ClusterConfig(name="demo", kind="trace", trace=str(trace))
     )
-    IMAGES.mkdir(parents=True, exist_ok=True)
+    images = _images()
+    images.mkdir(parents=True, exist_ok=True)
 
     page.goto(f"{demo_site}/clusters/demo/")
     rows = page.locator("tbody[data-rows] tr")
     expect(rows.first).to_be_visible()
     for verdict in ATTENTION:
         expect(rows.locator(".pill", has_text=verdict).first).to_be_visible()
-    page.screenshot(path=str(IMAGES / "board.png"))
+    page.screenshot(path=str(images / "board.png"))
 
     rejected = rows.filter(has=page.locator(".pill", has_text="rejected")).first
     rejected.locator("a[data-open]").click()
     page.wait_for_selector("#pod-root[data-loaded='rejected']")
     page.wait_for_selector("#pod-chart .barlayer .trace")
     expect(page.get_by_test_id("rejection")).to_be_visible()
-    page.screenshot(path=str(IMAGES / "pod.png"))
+    page.screenshot(path=str(images / "pod.png"))
 
     page.goto(f"{demo_site}/clusters/demo/fleet/")
     page.wait_for_selector("#fleet-root[data-loaded]", timeout=60_000)
     page.wait_for_selector("[data-distributions] .js-plotly-plot")
-    page.screenshot(path=str(IMAGES / "fleet.png"))
+    page.screenshot(path=str(images / "fleet.png"))
     for name in ("board", "pod", "fleet"):
-        assert (IMAGES / f"{name}.png").stat().st_size > 20_000
+        assert (images / f"{name}.png").stat().st_size > 20_000
