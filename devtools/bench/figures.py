@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
 from devtools.bench.results import Results
 
@@ -69,6 +70,9 @@ def write_figures(results: Results, out_dir: Path, stem: str = "benchmarks") -> 
             yaxis_type="log",
         )
         figures["latency"] = fig
+    pages = results.sections.get("pages")
+    if pages:
+        figures["pages"] = _pages_figure(go, pages)
     written = []
     for name, fig in figures.items():
         html = out_dir / f"{stem}-{name}.html"
@@ -77,6 +81,36 @@ def write_figures(results: Results, out_dir: Path, stem: str = "benchmarks") -> 
     if written:
         written += _screenshots(written)
     return written
+
+
+def _pages_figure(go: Any, pages: dict[str, Any]) -> Any:
+    """p50 and p99 per page under the concurrent load, against the 300 ms p99 target."""
+    from devtools.bench.pages import P99_TARGET_MS
+
+    names = [name for name, row in pages.items() if isinstance(row, dict) and "p99_ms" in row]
+    fig = go.Figure()
+    for q, label in (("p50_ms", "p50"), ("p99_ms", "p99")):
+        fig.add_trace(go.Bar(x=names, y=[pages[n][q] for n in names], name=label))
+    fig.add_trace(
+        go.Scatter(
+            x=names,
+            y=[P99_TARGET_MS] * len(names),
+            mode="lines",
+            line={"dash": "dash", "color": "black", "width": 1},
+            name=f"target: p99 ≤ {P99_TARGET_MS:.0f} ms",
+        )
+    )
+    fig.update_layout(
+        title=(
+            f"Pages under load: {pages.get('store_pods', 0):,} pods, "
+            f"{pages.get('clients', 0)} clients, ingest {pages.get('ingest_events_per_s', 0):,}/s"
+        ),
+        xaxis_title="page (ws: websocket frame after the pod was fed)",
+        yaxis_title="ms (log scale)",
+        yaxis_type="log",
+        barmode="group",
+    )
+    return fig
 
 
 def _screenshots(pages: list[Path]) -> list[Path]:
