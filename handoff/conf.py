@@ -73,5 +73,6 @@ def _shared(url: str, timeout: float | None) -> redis.Redis:
 
 def _make(url: str, timeout: float | None) -> redis.Redis:
     if timeout is None:
-        return redis.Redis.from_url(url)
+        # Said outright: redis-py 8 reads with a 5 s timeout unless told otherwise.
+        return redis.Redis.from_url(url, socket_timeout=None)
     return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=min(2, timeout))

@@ -181,22 +181,29 @@ elif DEMO_SERVICES and DEMO_SERVICES.get("redis_url"):
 else:
     REDIS_URL, REDIS_URL_FROM = "redis://127.0.0.1:6379/0", "the default"
 
+
 # Every websocket joins its cluster's group through this pool; redis-py refuses (rather
 # than waits) past max_connections, so a burst of browsers reconnecting after a deploy
 # needs room: one Daphne holds a connection per concurrent group_add/send.
-CHANNEL_LAYERS = {
-    "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {
-            "hosts": [
-                {
-                    "address": REDIS_URL,
-                    "max_connections": envint("HANDOFF_CHANNEL_REDIS_CONNECTIONS", "1000"),
-                }
-            ]
-        },
+# Each consumer waits for its next message with a 5 s BZPOPMIN; redis-py 8 reads every
+# socket with a 5 s timeout by default, which killed every quiet websocket after ~5 s
+# (the browser reconnected). The read must outlast the wait, with room for a busy loop.
+def channel_layers(url: str) -> dict:
+    """The channel layer on the Redis at ``url`` (the tests' own Redis gets the same)."""
+    host = {
+        "address": url,
+        "max_connections": envint("HANDOFF_CHANNEL_REDIS_CONNECTIONS", "1000"),
+        "socket_timeout": envint("HANDOFF_CHANNEL_REDIS_READ_TIMEOUT", "30"),
     }
-}
+    return {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [host]},
+        }
+    }
+
+
+CHANNEL_LAYERS = channel_layers(REDIS_URL)
 
 # Celery reads every CELERY_* setting below (see handoff/celery.py).
 CELERY_BROKER_URL = REDIS_URL

@@ -23,6 +23,7 @@ from django.test import override_settings
 
 from devtools.devstack import free_port, start_time, stop_groups
 from handoff.live import health
+from handoff.settings import channel_layers
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -108,12 +109,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         REDIS_URL=url,
         CELERY_BROKER_URL=url,
         CELERY_RESULT_BACKEND=url,
-        CHANNEL_LAYERS={
-            "default": {
-                "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [url]},
-            }
-        },
+        CHANNEL_LAYERS=channel_layers(url),
     )
     overrides.enable()
     from handoff.celery import app

@@ -3,6 +3,8 @@ Redis clients, which the callers hand down to handoff/live."""
 
 from __future__ import annotations
 
+import time
+
 from django.test import override_settings
 
 from handoff import conf
@@ -53,3 +55,15 @@ def test_one_shared_client_per_timeout_and_fresh_ones_otherwise(redis_url):
     assert (quick["socket_timeout"], quick["socket_connect_timeout"]) == (1, 1)
     worker = conf.redis_client().connection_pool.connection_kwargs
     assert worker.get("socket_timeout") is None  # workers block on streams
+
+
+def test_a_client_without_a_timeout_waits_as_long_as_a_blocking_read_asks(redis_client):
+    # redis-py 8 reads with a 5 s timeout unless told otherwise: a worker's XREAD BLOCK of
+    # longer than that (record's, the fold's) must not be cut short by the client.
+    client = conf.redis_client()
+    key = "conf-test:blocking"
+    started = time.monotonic()
+    assert client.xread({key: "$"}, block=6000) == []
+    assert time.monotonic() - started >= 6
+    timed = conf.redis_client(timeout=2)
+    assert timed.connection_pool.connection_kwargs["socket_timeout"] == 2

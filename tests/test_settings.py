@@ -101,7 +101,7 @@ def test_it_points_celery_and_channels_at_redis_url(monkeypatch, tmp_path):
     ns = load_settings(monkeypatch, tmp_path, REDIS_URL=url)
     assert ns["CELERY_BROKER_URL"] == url
     assert ns["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == [
-        {"address": url, "max_connections": 1000}
+        {"address": url, "max_connections": 1000, "socket_timeout": 30}
     ]
 
 

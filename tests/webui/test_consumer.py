@@ -124,3 +124,17 @@ async def test_it_refuses_anonymous_clients_before_any_data(fold):
         "type": "websocket.close",
         "code": CLOSE_UNAUTHENTICATED,
     }
+
+
+@pytest.mark.slow
+async def test_an_idle_subscriber_still_gets_the_next_update(fold):
+    # channels-redis waits for a message with BZPOPMIN 5 s; redis-py 8 reads every socket
+    # with a 5 s timeout by default, so a quiet cluster's consumer died after ~5 s (and the
+    # browser reconnected every 5 s). Two of those periods of silence, then an update.
+    comm = await _connect(f"/ws/clusters/{CLUSTER}/")
+    assert (await comm.receive_json_from(timeout=5))["type"] == "hello"
+    await asyncio.sleep(12)
+    update = {"type": "cluster.update", "data": {"cursor": f"{fold.ms}-0", "pods": []}}
+    await get_channel_layer().group_send(f"cluster.{CLUSTER}", update)
+    assert (await comm.receive_json_from(timeout=5))["type"] == "cluster.update"
+    await comm.disconnect()
