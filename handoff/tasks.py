@@ -409,6 +409,7 @@ def host(self) -> str:
         _run_hosted(client),
         lambda cluster, stream: leases.Lease.of_stream(client, cluster, stream, name, ttl),
         interval=settings.interval,
+        record_ttl=ttl,
     )
     log.info("stream host %s: up to %d streams", name, settings.capacity)
     with on_worker_stop(stream_host.stop):

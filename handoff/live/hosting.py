@@ -72,6 +72,9 @@ class StreamHost:
     run_stream: RunStream
     make_lease: MakeLease
     interval: float = 2.0
+    # How long the host's pool record counts without a reconcile: a killed host leaves the
+    # pool once its leases have lapsed too (the lease ttl), so supervise can replace it.
+    record_ttl: float = 6.0
     running: dict[tuple[str, str], _Running] = field(default_factory=dict)
     halt: threading.Event = field(default_factory=threading.Event)
 
@@ -120,7 +123,7 @@ class StreamHost:
             self.name,
             self.capacity,
             len(self.running),
-            time.time() + 3 * self.interval + 1,
+            time.time() + max(self.record_ttl, 2 * self.interval + 1),
         )
 
     def _take(self, cluster: str, stream: str) -> None:

@@ -3,9 +3,10 @@ and how many configured streams nobody holds.
 
 Each stream host (``handoff.live.hosting.StreamHost``, one per watch worker process) notes
 itself in ``handoff:hosts`` at every reconcile with its capacity, the streams it holds and
-until when the record counts (a few reconcile intervals: a killed host drops out on its
-own). /healthz, `status`, the home page and the board read ``pool`` through
-``handoff.live.health``; ``supervise`` reads it to start a host when none has room.
+until when the record counts (the lease ttl, or two reconciles if longer: a killed host
+drops out on its own once its leases have lapsed). /healthz, `status`, the home page and
+the board read ``pool`` through ``handoff.live.health``; ``supervise`` reads it to start a
+host when none has room.
 """
 
 from __future__ import annotations
@@ -75,12 +76,7 @@ class Pool:
     def problem(self) -> str | None:
         if not self.full:
             return None
-        sizes = sorted(set(self.capacities))
-        per = (
-            f"{sizes[0]} per worker"
-            if len(sizes) == 1
-            else f"{'/'.join(map(str, sizes))} per worker"
-        )
+        per = "/".join(str(size) for size in sorted(set(self.capacities))) + " per worker"
         return (
             f"watch pool full: {self.unheld} streams unheld "
             f"(capacity {per} × {len(self.capacities)} workers)"  # noqa: RUF001
