@@ -149,8 +149,9 @@ class StreamHost:
             with contextlib.suppress(redis.RedisError):  # else it lapses after its ttl
                 lease.release()
 
-    def stop_all(self, timeout: float = 10.0) -> None:
-        """Stop every stream and wait (up to ``timeout`` in all) for each to release."""
+    def stop_all(self, timeout: float = 45.0) -> None:
+        """Stop every stream and wait (up to ``timeout`` in all: a big fold's last snapshot
+        takes seconds; docker-compose allows the watcher 60 s) for each to release."""
         for run in self.running.values():
             run.stopper.stop()
         deadline = time.monotonic() + timeout

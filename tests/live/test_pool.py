@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from handoff.live import clusters, health, hosts, leases, store
+from handoff.live import clusters, health, hosting, hosts, leases, store
 from tests.live.helpers import register
 
 
@@ -60,3 +60,43 @@ def test_a_finished_simulator_run_waits_for_nobody(redis_client):
     pool = hosts.pool(redis_client, time.time())
     assert pool.unheld == 0
     assert not pool.full
+
+
+def _waiting(cluster: str, stream: str, lease, stopper) -> None:
+    """A stream that runs until stopped (what a watch does with a quiet API server)."""
+    stopper.event.wait(30)
+
+
+def _host(client, name: str, capacity: int) -> hosting.StreamHost:
+    return hosting.StreamHost(
+        client,
+        name,
+        capacity,
+        _waiting,
+        lambda cluster, stream: leases.Lease.of_stream(client, cluster, stream, name, 30),
+    )
+
+
+def test_a_host_takes_up_to_its_capacity_and_lets_go_of_removed_clusters(redis_client):
+    register(redis_client, "a", "kubeconfig", kubeconfig="/k")
+    register(redis_client, "b", "kubeconfig", kubeconfig="/k")
+    first, second = _host(redis_client, "h1", 6), _host(redis_client, "h2", 6)
+    first.reconcile()
+    second.reconcile()
+    holders = [
+        leases.holder(redis_client, c, s)
+        for c in ("a", "b")
+        for s in (*clusters.WATCH_RESOURCES, "fold")
+    ]
+    assert sorted(holders) == ["h1"] * 6 + ["h2"] * 2  # never both, never more than 6
+    assert len(redis_client.keys("handoff:{*}:lease:*")) == 8
+    clusters.unregister_cluster(redis_client, "a")
+    clusters.unregister_cluster(redis_client, "b")
+    first.reconcile()
+    second.reconcile()
+    for host in (first, second):
+        for run in host.running.values():
+            run.thread.join(5)
+    assert not redis_client.keys("handoff:{*}:lease:*")
+    first.stop_all()
+    second.stop_all()
