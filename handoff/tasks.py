@@ -398,10 +398,13 @@ def host(self) -> str:
     HANDOFF_HOST_INTERVAL, until the worker stops; then it releases every stream and has
     another host take them at once."""
     client = _redis()
-    client.delete(HOST_PENDING)
     name = leases.holder_id(self.request.id)
     ttl = conf.lease_ttl()
     settings = conf.host_settings()
+    # In the pool (with its room) before the start is no longer in flight: supervise,
+    # meanwhile, starts no second host for the same streams.
+    hosts.note_host(client, name, settings.capacity, 0, time.time() + ttl)
+    client.delete(HOST_PENDING)
     stream_host = StreamHost(
         client,
         name,
