@@ -38,9 +38,10 @@ PIDFILE = "demo.pid"
 # and watched by the worker like any cluster (registered as DEMO_CLUSTER).
 SIMULATOR_ARGS = ["simulate", "--scenario", "demo", "--speed", "1"]
 DEMO_CLUSTER = "demo"
-# Watch-queue slots: per cluster three watch streams and one fold worker, plus room for
-# the successors they enqueue at a hand-over.
-WATCH_SLOTS = 6
+# Watch-queue processes: each runs a stream host holding up to HANDOFF_STREAMS_PER_WORKER
+# streams (the demo's four and any cluster added); the second is a spare that supervise
+# starts a host in when the first is full, or that takes over when it is killed.
+WATCH_SLOTS = 2
 PR_SET_PDEATHSIG = 1
 
 
@@ -303,7 +304,7 @@ class Devstack:
 
     def start_worker(self) -> bool:
         """Two workers: short tasks (the heartbeat among them) must not wait behind the
-        long-running watch streams and fold workers, which hold their slot for a window."""
+        stream hosts, which hold their process until the worker stops."""
         base = [self.python, "-m", "celery", "-A", "handoff", "worker", "-l", "info"]
         # Gossip and mingle only slow the start here; nothing uses them.
         base += ["--without-gossip", "--without-mingle"]

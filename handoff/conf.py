@@ -7,6 +7,7 @@ settings). ``redis_client`` is the one way a process gets a Redis client.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 import redis
@@ -45,6 +46,21 @@ def stream_limits() -> StreamLimits:
         unheld_s=float(settings.HANDOFF_STREAM_UNHELD_LIMIT),
         silence_s=float(settings.HANDOFF_STREAM_SILENCE_LIMIT),
         fold_lag_s=float(settings.HANDOFF_FOLD_LAG_LIMIT),
+    )
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """A stream host's size and pace (HANDOFF_STREAMS_PER_WORKER, HANDOFF_HOST_INTERVAL)."""
+
+    capacity: int
+    interval: float
+
+
+def host_settings() -> HostSettings:
+    return HostSettings(
+        capacity=int(settings.HANDOFF_STREAMS_PER_WORKER),
+        interval=float(settings.HANDOFF_HOST_INTERVAL),
     )
 
 

@@ -251,6 +251,11 @@ HANDOFF_WATCH_READ_TIMEOUT = envint("HANDOFF_WATCH_READ_TIMEOUT", "90")
 HANDOFF_WATCH_BACKOFF_CAP = envint("HANDOFF_WATCH_BACKOFF_CAP", "30")
 HANDOFF_LEASE_TTL = envint("HANDOFF_LEASE_TTL", "6")
 HANDOFF_SUPERVISE_INTERVAL = envint("HANDOFF_SUPERVISE_INTERVAL", "3")
+# A stream host (one per watch worker process) holds up to this many streams, each a
+# thread; it reconciles against the cluster registry every HANDOFF_HOST_INTERVAL seconds,
+# so an added or removed cluster takes effect within that (docs/scaling.md).
+HANDOFF_STREAMS_PER_WORKER = envint("HANDOFF_STREAMS_PER_WORKER", "100")
+HANDOFF_HOST_INTERVAL = envint("HANDOFF_HOST_INTERVAL", "2")
 HANDOFF_STUCK_AFTER = envint("HANDOFF_STUCK_AFTER", "60")
 HANDOFF_PUSH_INTERVAL_MS = envint("HANDOFF_PUSH_INTERVAL_MS", "50")
 HANDOFF_SNAPSHOT_INTERVAL = envint("HANDOFF_SNAPSHOT_INTERVAL", "60")
@@ -260,10 +265,15 @@ CELERY_TASK_ROUTES = {
     "handoff.tasks.watch": {"queue": "watch"},
     "handoff.tasks.fold": {"queue": "watch"},
     "handoff.tasks.simulate": {"queue": "watch"},
+    "handoff.tasks.host": {"queue": "watch"},
 }
-# Watch tasks run for minutes: a worker process takes one at a time, so a task waiting in
-# the queue goes to a free worker instead of queueing behind a busy one.
+# Stream hosts run until the worker stops: a worker process takes one task at a time, so a
+# task waiting in the queue goes to a free process instead of queueing behind a busy one.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Nor does a busy worker reserve one more (Celery 5.6+, Redis broker): a stream host that
+# supervise starts when the pool is full waits in the queue for any free process, not in a
+# full worker's hands.
+CELERY_WORKER_DISABLE_PREFETCH = True
 CELERY_BEAT_SCHEDULE["supervise"] = {
     "task": "handoff.tasks.supervise",
     "schedule": HANDOFF_SUPERVISE_INTERVAL,

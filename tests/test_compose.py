@@ -8,6 +8,7 @@ import pytest
 import yaml
 from celery import Celery
 from celery.app.utils import find_app
+from django.conf import settings
 from django.core.management import get_commands, load_command_class
 from django.core.management.base import CommandError
 from django.utils.module_loading import import_string
@@ -76,8 +77,11 @@ def test_the_workers_consume_the_default_and_watch_queues_apart():
     assert option(command("watcher"), "-Q") == "watch"
 
 
-def test_the_watcher_has_room_for_a_clusters_streams_and_fold_worker():
-    assert int(option(command("watcher"), "-c")) >= 4
+def test_the_watcher_hosts_a_clusters_streams_and_has_a_spare_process():
+    # One stream host per process holds a cluster's watches and fold; the spare process
+    # runs the host supervise starts when the first is full or killed.
+    assert int(option(command("watcher"), "-c")) >= 2
+    assert settings.HANDOFF_STREAMS_PER_WORKER >= 4
 
 
 @pytest.mark.parametrize("service", ["migrate", "simulator"])

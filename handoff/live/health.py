@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import redis
 
-from handoff.live import clusters, leases, store
+from handoff.live import clusters, hosts, leases, store
 
 HEARTBEAT_KEY = "handoff:health:worker-heartbeat"
 
@@ -71,17 +71,26 @@ def check_streams(client: redis.Redis, now: float, limits: StreamLimits) -> dict
 
     The holder is reported as held or not only: its value names a host. Error texts are
     class names and HTTP statuses (see handoff/sources), never messages from the server.
+    A stream nobody holds while no live stream host has room says so at once: the pool
+    is full (``hosts.Pool.problem``), which is never a silent wait.
     """
     report: dict[str, dict] = {}
+    full = hosts.pool(client, now).problem()
     for name, config in clusters.clusters(client).items():
         report[name] = {
-            stream: _stream_health(client, name, stream, now, limits) for stream in config.streams()
+            stream: _stream_health(client, name, stream, now, limits, full)
+            for stream in config.streams()
         }
     return report
 
 
 def _stream_health(
-    client: redis.Redis, cluster: str, stream: str, now: float, limits: StreamLimits
+    client: redis.Redis,
+    cluster: str,
+    stream: str,
+    now: float,
+    limits: StreamLimits,
+    full: str | None = None,
 ) -> dict:
     state = store.stream_state(client, cluster, stream)
     holder = leases.holder(client, cluster, stream)
@@ -91,7 +100,7 @@ def _stream_health(
     since = int(state.get("events_at_start") or 0)
     window = now - started if started is not None else None
     behind = _fold_behind(client, cluster, now) if stream == clusters.FOLD else None
-    problem = _problem(state, holder is not None, stream, now, behind, limits)
+    problem = _problem(state, holder is not None, stream, now, behind, limits, full)
     return {
         "ok": problem is None,
         "problem": problem,
@@ -140,14 +149,18 @@ def _problem(
     now: float,
     behind: float | None,
     limits: StreamLimits,
+    full: str | None = None,
 ) -> str | None:
-    """Why the stream is failing, in words (numbers and class names only), or None."""
+    """Why the stream is failing, in words (numbers and class names only), or None.
+    ``full``: the watch pool's problem when it has no room for unheld streams."""
     failures = int(state.get("failures") or 0)
     if failures >= limits.errors:
         return f"{failures} failed calls in a row, last: {state.get('last_error') or '?'}"
     if not held:
         if state.get("finished"):
             return None  # a simulator run that ended: nothing to hold
+        if full is not None:
+            return full
         # Since when nobody holds it: the last renewal, start, or the cluster's registration.
         marks = [_float(state.get(f)) for f in ("renewed", "started", "registered")]
         since = max((m for m in marks if m is not None), default=None)
@@ -204,6 +217,8 @@ def report(
         }
     )
     result["streams"] = check_streams(client, now, limits) if result["redis"]["ok"] else {}
+    if result["redis"]["ok"]:
+        result["pool"] = hosts.pool(client, now).as_dict()
     failing = failing_lines(result["streams"], addresses)
     if not addresses:
         for per in result["streams"].values():

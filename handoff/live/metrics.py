@@ -35,7 +35,7 @@ from handoff.interop.exporters.prometheus import (
     render,
     replaced,
 )
-from handoff.live import clusters, health, store
+from handoff.live import clusters, health, hosts, store
 
 CHUNK = 2000
 LOCK_TTL_MS = 60_000
@@ -270,7 +270,30 @@ def metrics_text(client: redis.Redis, limits: health.StreamLimits, now: float | 
                 behind.add(state["behind_s"], **labels)
             if state.get("events_per_s") is not None:
                 rate.add(state["events_per_s"], **labels)
-    return render([pods, complete, *_merge(aggregated), lag, behind, rate, events, up, failing])
+    pool = _pool_families(client, now)
+    return render(
+        [pods, complete, *_merge(aggregated), lag, behind, rate, events, up, failing, *pool]
+    )
+
+
+def _pool_families(client: redis.Redis, now: float) -> list[Family]:
+    """The watch pool (``hosts.pool``): live stream hosts, and streams by capacity, held
+    and unheld; unheld > 0 with held = capacity is a full pool."""
+    pool = hosts.pool(client, now)
+    workers = Family("handoff_watch_pool_workers", "gauge", "Live stream hosts.")
+    workers.add(float(len(pool.capacities)))
+    streams = Family(
+        "handoff_watch_pool_streams",
+        "gauge",
+        "Streams the stream hosts may hold (capacity), hold, and configured streams unheld.",
+    )
+    for state, value in (
+        ("capacity", sum(pool.capacities)),
+        ("held", pool.held),
+        ("unheld", pool.unheld),
+    ):
+        streams.add(float(value), state=state)
+    return [workers, streams]
 
 
 def indexed(client: redis.Redis, cluster: str, by: str) -> list[str]:

@@ -266,3 +266,22 @@ def test_it_rebuilds_a_little_per_scrape_and_says_when_it_is_done(redis_client, 
     assert {k: round(v, 6) for k, v in budgeted.items() if v} == {
         k: round(v, 6) for k, v in metrics.counters(redis_client, "prod").items() if v
     }
+
+
+def test_it_reports_the_watch_pool(signed_in, redis_client):
+    """One stream host of capacity 4 holding a cluster's four streams, and a second
+    cluster's four waiting: the full pool /healthz names, as gauges."""
+    from handoff.live import clusters, hosts, leases
+
+    for name in ("a", "b"):
+        config = clusters.ClusterConfig(name=name, kind="kubeconfig", kubeconfig="/k")
+        clusters.register_cluster(redis_client, config)
+    for stream in ("pods", "nodes", "events", "fold"):
+        assert leases.Lease(redis_client, store.lease_key("a", stream), "h", 30).acquire()
+    hosts.note_host(redis_client, "h", capacity=4, held=4, until=time.time() + 30)
+    families = _families(signed_in.get("/metrics").content.decode())
+    assert [s.value for s in families["handoff_watch_pool_workers"].samples] == [1.0]
+    streams = {s.labels["state"]: s.value for s in families["handoff_watch_pool_streams"].samples}
+    assert streams == {"capacity": 4.0, "held": 4.0, "unheld": 4.0}
+    failing = families["handoff_stream_failing"]
+    assert [s.value for s in _samples(failing, cluster="b")] == [1.0] * 4

@@ -170,7 +170,7 @@ def test_it_ends_with_the_verdicts_of_the_simulators_recording(
         stop(beat)
     assert len(views) >= 15
     assert _verdicts(views) == _verdicts(_offline(simulator.recording))
-    # Hand-overs happened: each watch ran more than one window.
+    # The stream host's watches wrote to the stream.
     assert int(store.stream_state(redis_client, "sim", "pods")["events"]) > 0
 
     # `record` the live stream: offline triage and a replay give the same timelines.

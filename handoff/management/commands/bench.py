@@ -28,6 +28,8 @@ LATENCY_SECONDS = {True: 3.0, False: 15.0}
 # Pages at scale (issue 19): the store's scale, and seconds of load.
 PAGES_SCALE = {True: (1000, 30_000, 100.0, 60.0), False: FULL}
 PAGES_SECONDS = {True: 30.0, False: 60.0}
+# Watch capacity (issue 21.4): clusters on one watch worker, seconds measured.
+CAPACITY = {True: (5, 20.0), False: (20, 120.0)}
 
 
 @dataclass
@@ -129,6 +131,16 @@ def pages(run: Run) -> None:
     benchpages.run_pages_benchmarks(run.results, run.services, PAGES_SECONDS[run.quick])
 
 
+def capacity(run: Run) -> None:
+    """Many simulator clusters held by one watch worker process (issue 21.4)."""
+    from devtools.bench import capacity as benchcapacity
+
+    count, seconds = CAPACITY[run.quick]
+    run.services.stop()  # a fresh Redis and worker: one stream host, nothing else
+    run.say(f"serving {count} steady clusters of {benchcapacity.NODES} nodes on one worker...")
+    benchcapacity.run_capacity_benchmarks(run.results, run.services, count=count, seconds=seconds)
+
+
 # In order: ``web`` reads what ``ingest`` stored, ``latency`` starts from an empty Redis,
 # ``pages`` builds its own store.
 SECTIONS: dict[str, Callable[[Run], None]] = {
@@ -138,6 +150,7 @@ SECTIONS: dict[str, Callable[[Run], None]] = {
     "web": web,
     "latency": latency,
     "pages": pages,
+    "capacity": capacity,
 }
 NEEDS_TRACE = {"fold", "ingest", "web"}
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
+import redis
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
@@ -155,11 +157,22 @@ class Command(BaseCommand):
             raise CommandError(f"no cluster named {options['name']!r}")
         with conf.redis_client() as client:
             client.ping()  # unreachable: one line from manage.py, the row stays
-        cluster.delete()  # unregisters it: its streams stop at their next hand-over
+        cluster.delete()  # unregisters it: the stream hosts stop its streams within seconds
         if not options["keep_data"]:
             with conf.redis_client() as client:
+                _wait_released(client, cluster.config())
                 store.forget_cluster(client, options["name"])
         self.stdout.write(f"removed {options['name']}")
 
     def _sync(self, options: dict[str, Any]) -> None:
         self.stdout.write(f"{sync_registry()} clusters written to Redis")
+
+
+def _wait_released(client: redis.Redis, config: clusters.ClusterConfig) -> None:
+    """Until the cluster's streams have let go of their leases (a host reconciles every
+    HANDOFF_HOST_INTERVAL; a dead holder's lease lapses after HANDOFF_LEASE_TTL), so no
+    stream writes a key after its keys are deleted."""
+    deadline = time.monotonic() + max(10.0, float(conf.lease_ttl()))
+    keys = [store.lease_key(config.name, stream) for stream in config.streams()]
+    while client.exists(*keys) and time.monotonic() < deadline:
+        time.sleep(0.2)
