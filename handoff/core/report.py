@@ -61,11 +61,14 @@ def _ranked(
     unobserved: dict[str, int] = {}
     ranked = []
     judge, inf = timeline.judge, math.inf
+    note_ending = timeline.owners.note_ending
     with paused_gc():
         for pod in timeline.pods.values():
             judgement = judge(pod, now, stuck_after)
             verdict = judgement.verdict
             counts[verdict] += 1
+            if pod.owner is not None:
+                note_ending(pod, verdict, judgement.reason)
             add_samples(pod, samples, unobserved)
             if not wanted or verdict in wanted:
                 created = pod.milestones[CREATED]
@@ -92,12 +95,23 @@ def _ranked(
             "pods": sum(counts.values()),
             "nodes": len(timeline.nodes),
         },
+        "owners": owners_report(timeline, now),
         "skipped": dict(sorted(timeline.skipped.items())),
         "watch_errors": len(timeline.watch_errors),
         "errors": [{"line": e.line, "message": e.message} for e in error_list[:MAX_ERRORS_LISTED]],
         "error_count": len(error_list),
     }
     return head, ranked, now
+
+
+def owners_report(timeline: Timeline, now: float) -> dict[str, Any]:
+    """Workloads as one incident each: controllers that fail to create pods (resolved ones
+    too, with when) and owners whose pods keep ending the same way (core/owners.py)."""
+    timeline.owners.take_dirty()  # a report reads the book; nothing is written from it
+    return {
+        "failing": timeline.owners.failing(now, resolved=True),
+        "loops": timeline.owners.loops(),
+    }
 
 
 _SEVERITY = {name: verdict.severity for name, verdict in v.VERDICTS.items()}

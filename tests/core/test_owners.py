@@ -1,0 +1,340 @@
+"""Workloads that create no pods and owners whose pods loop (issue 17 items 3 and 4), on
+streams shaped as upstream shapes them:
+
+* pkg/controller/controller_utils.go ``RealPodControl.CreatePods`` (ReplicaSet, Job,
+  DaemonSet): ``FailedCreate`` Warning "Error creating: <API error>", ``SuccessfulCreate``
+  "Created pod: <name>";
+* pkg/controller/statefulset/stateful_pod_control.go ``recordPodEvent``: "create Pod <pod>
+  in StatefulSet <set> failed error: <API error>";
+* client-go tools/events (events.k8s.io/v1: ``regarding``, ``note``, ``series``);
+* the API errors: plugin/pkg/admission/resourcequota ("exceeded quota"),
+  staging/src/k8s.io/pod-security-admission ("violates PodSecurity", 1.25 GA),
+  apiserver/pkg/admission/plugin/webhook/errors ("admission webhook ... denied the
+  request"; "failed calling webhook ... context deadline exceeded");
+* pkg/controller/deployment/sync.go: ReplicaSet ``<deployment>-<pod-template-hash>``;
+* pkg/controller/podgc/gc_controller.go gcOrphaned: a pod bound to a node that does not
+  exist is deleted (the fold's ``podgc-deleted orphaned``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handoff.core.owners import LOOP_WINDOW, cause
+from handoff.core.report import build_report
+from handoff.core.snapshot import dump_state, load_state
+from handoff.interop.exporters.tables import render_table
+from tests.core.k8sshapes import T0, Script, core_event, failed_status, micro, node, pod, second
+
+QUOTA = (
+    'Error creating: pods "web-5d8f7c9b6-{}" is forbidden: exceeded quota: compute,'
+    " requested: pods=1, used: pods=4, limited: pods=4"
+)
+POD_SECURITY = (
+    'create Pod db-0 in StatefulSet db failed error: pods "db-0" is forbidden: violates'
+    ' PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "db"'
+    " must set securityContext.allowPrivilegeEscalation=false)"
+)
+WEBHOOK_TIMEOUT = (
+    'Error creating: Internal error occurred: failed calling webhook "policy.example.com":'
+    ' failed to call webhook: Post "https://policy.svc:443/validate?timeout=10s": context'
+    " deadline exceeded"
+)
+WEBHOOK_DENIED = (
+    'Error creating: admission webhook "images.example.com" denied the request: image'
+    " registry not allowed"
+)
+
+
+def _owner_event(
+    kind: str, name: str, reason: str, message: str, t: float, count: int = 1, first: float = 0
+) -> dict[str, Any]:
+    """A controller's core/v1 Event about its workload (tools/record: a repeat keeps the
+    Event's name and bumps count and lastTimestamp)."""
+    event = core_event(
+        name,
+        f"uid-{name}",
+        reason,
+        message,
+        t,
+        component=f"{kind.lower()}-controller",
+        type_="Warning" if reason.startswith("Failed") else "Normal",
+        kind=kind,
+    )
+    event["involvedObject"]["namespace"] = "default"
+    event["metadata"]["name"] = f"{name}.{reason}"
+    event["firstTimestamp"] = second(first or t)
+    event["count"] = count
+    return event
+
+
+def _series_event(kind: str, name: str, reason: str, note: str, t: float, count: int) -> dict:
+    """An events.k8s.io/v1 Event (tools/events): ``regarding`` and ``note``, repeats in
+    ``series``; the core/v1 fields stay empty."""
+    return {
+        "kind": "Event",
+        "apiVersion": "events.k8s.io/v1",
+        "metadata": {"name": f"{name}.{reason}", "namespace": "default", "uid": f"ev-{name}"},
+        "eventTime": micro(t - 30),
+        "regarding": {"kind": kind, "namespace": "default", "name": name, "uid": f"uid-{name}"},
+        "reason": reason,
+        "note": note,
+        "type": "Warning",
+        "reportingController": f"{kind.lower()}-controller",
+        "series": {"count": count, "lastObservedTime": micro(t)},
+    }
+
+
+def _deployment_pod(name: str, uid: str, t: float, node_name: str = "") -> dict[str, Any]:
+    obj = pod(name, uid, t, node_name, owner=("ReplicaSet", "web-5d8f7c9b6"))
+    obj["metadata"]["labels"] = {"app": "web", "pod-template-hash": "5d8f7c9b6"}
+    return obj
+
+
+def _failing(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["key"]: f for f in report["owners"]["failing"]}
+
+
+def test_quota_failures_on_a_replicaset_are_one_owner_row_under_its_deployment():
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    script.add(5, "ADDED", _deployment_pod("web-5d8f7c9b6-a1b2c", "u-a", 5))
+    script.add(
+        20,
+        "ADDED",
+        _owner_event("ReplicaSet", "web-5d8f7c9b6", "FailedCreate", QUOTA.format("x1"), 20),
+    )
+    script.add(
+        60,
+        "MODIFIED",
+        _owner_event(
+            "ReplicaSet", "web-5d8f7c9b6", "FailedCreate", QUOTA.format("x7"), 60, count=7, first=20
+        ),
+    )
+
+    report = script.report(at=70)
+    failure = _failing(report)["ReplicaSet/default/web-5d8f7c9b6"]
+
+    assert failure["cause"] == "quota"
+    assert failure["workload"] == {"kind": "Deployment", "name": "web"}
+    assert (failure["count"], failure["first"], failure["last"]) == (
+        7,
+        micro(20)[:19] + ".000000Z",
+        micro(60)[:19] + ".000000Z",
+    )
+    assert "exceeded quota" in failure["message"]
+    assert failure["resolved"] is None
+    assert "ResourceQuota" in failure["explanation"]
+    pod_view = next(p for p in report["pods"] if p["name"] == "web-5d8f7c9b6-a1b2c")
+    assert pod_view["owner"]["workload"] == {"kind": "Deployment", "name": "web"}
+    table = render_table(report)
+    assert "WORKLOADS CREATING NO PODS" in table
+    assert "ReplicaSet default/web-5d8f7c9b6 (Deployment web): FailedCreate quota, 7x" in table
+
+
+def test_both_event_groups_are_read_and_each_cause_named():
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    script.add(10, "ADDED", _series_event("StatefulSet", "db", "FailedCreate", POD_SECURITY, 10, 4))
+    script.add(11, "ADDED", _owner_event("Job", "nightly", "FailedCreate", WEBHOOK_TIMEOUT, 11))
+    script.add(12, "ADDED", _owner_event("DaemonSet", "agent", "FailedCreate", WEBHOOK_DENIED, 12))
+
+    failing = _failing(script.report(at=20))
+
+    assert failing["StatefulSet/default/db"]["cause"] == "pod-security"
+    assert failing["StatefulSet/default/db"]["count"] == 4
+    assert failing["StatefulSet/default/db"]["source"] == "statefulset-controller"
+    assert failing["Job/default/nightly"]["cause"] == "webhook-unreachable"
+    assert failing["DaemonSet/default/agent"]["cause"] == "webhook-denied"
+    assert failing["DaemonSet/default/agent"]["workload"] is None
+
+
+def test_the_other_causes_read_from_the_api_error():
+    assert (
+        cause(
+            'pods "x" is forbidden: [minimum cpu usage per Container is 100m, but request is 50m]'
+        )
+        == "limit-range"
+    )
+    assert (
+        cause("unable to create new content in namespace team because it is being terminated")
+        == "namespace-terminating"
+    )
+    assert (
+        cause('error looking up service account team/builder: serviceaccount "builder" not found')
+        == "service-account"
+    )
+    assert (
+        cause(
+            'Post "https://hook": net/http: request canceled (Client.Timeout exceeded'
+            " while awaiting headers)"
+        )
+        == "webhook-unreachable"
+    )
+    assert cause("something new") == "other"
+
+
+def test_a_failure_resolves_when_the_controller_creates_again():
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    script.add(10, "ADDED", _owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 10))
+    script.add(10.5, "ADDED", _owner_event("Job", "batch", "FailedCreate", QUOTA, 10))
+    script.add(
+        40,
+        "ADDED",
+        _owner_event("ReplicaSet", "api-7c9", "SuccessfulCreate", "Created pod: api-7c9-q2w3e", 40),
+    )
+    # The Job's new pod is seen, its SuccessfulCreate event is not (lost, or not watched).
+    script.add(50, "ADDED", pod("batch-zx81k", "u-batch", 50, owner=("Job", "batch")))
+
+    report = script.report(at=60)
+    failing = _failing(report)
+
+    assert failing["ReplicaSet/default/api-7c9"]["resolved"] == micro(40)[:19] + ".000000Z"
+    assert failing["Job/default/batch"]["resolved"] == micro(50)[:19] + ".000000Z"
+    assert "WORKLOADS CREATING NO PODS" not in render_table(report)
+
+
+def test_what_is_not_a_creation_failure_or_points_at_nothing_known_does_no_harm():
+    """Job BackoffLimitExceeded (job_controller.go): the pods were created and failed.
+    Events about kinds Handoff does not fold, about owners never seen, without a name."""
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    script.add(
+        10,
+        "ADDED",
+        _owner_event(
+            "Job",
+            "nightly",
+            "BackoffLimitExceeded",
+            "Job has reached the specified backoff limit",
+            10,
+        ),
+    )
+    script.add(
+        11,
+        "ADDED",
+        _owner_event(
+            "Deployment", "web", "ScalingReplicaSet", "Scaled up replica set web-5d8f7c9b6 to 3", 11
+        ),
+    )
+    nameless = _owner_event("ReplicaSet", "x", "FailedCreate", QUOTA, 12)
+    nameless["involvedObject"]["name"] = ""
+    script.add(12, "ADDED", nameless)
+
+    report = script.report(at=20)
+
+    assert report["owners"] == {"failing": [], "loops": []}
+    assert report["skipped"]["Event about Deployment"] == 1
+
+
+def test_an_older_repeat_after_a_relist_does_not_go_back_in_time():
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    script.add(60, "ADDED", _owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 60, 5, 10))
+    script.add(61, "ADDED", _owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 30, 3, 10))
+
+    failure = _failing(script.report(at=70))["ReplicaSet/default/api-7c9"]
+
+    assert failure["count"] == 5
+
+
+def test_a_failure_not_repeated_for_an_hour_says_the_streams_cannot_tell_why():
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    script.add(10, "ADDED", _owner_event("ReplicaSet", "old-7c9", "FailedCreate", QUOTA, 10))
+
+    failure = _failing(script.report(at=10 + 3700))["ReplicaSet/default/old-7c9"]
+
+    assert failure["stale"] is True
+    assert "cannot tell" in failure["explanation"]
+
+
+def _pinned_deployment(pods: int, every: float = 60.0) -> Script:
+    """A Deployment whose template pins nodeName to a node that does not exist: each pod
+    is created bound, PodGC deletes it as orphaned (gc_controller.go gcOrphaned, after its
+    40 s quarantine), the ReplicaSet makes the next."""
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    for i in range(pods):
+        t = 10 + i * every
+        name, uid = f"web-5d8f7c9b6-p{i}", f"u-p{i}"
+        script.add(t, "ADDED", _deployment_pod(name, uid, t, "worker-9"))
+        gone = _deployment_pod(name, uid, t, "worker-9")
+        gone["metadata"]["deletionTimestamp"] = second(t + 41)
+        script.add(t + 41, "MODIFIED", gone)
+        script.add(t + 41.1, "DELETED", gone)
+    return script
+
+
+def test_a_deployment_pinned_to_a_missing_node_is_one_loop_with_a_count_and_a_rate():
+    report = _pinned_deployment(6).report(at=10 + 6 * 60)
+
+    (loop,) = report["owners"]["loops"]
+    assert loop["owner"] == {"kind": "Deployment", "namespace": "default", "name": "web"}
+    assert (loop["verdict"], loop["reason"], loop["count"]) == ("podgc-deleted", "orphaned", 6)
+    assert (loop["every_seconds"], loop["per_hour"]) == (60.0, 60.0)
+    assert loop["pods"][0] == "web-5d8f7c9b6-p5"
+    assert loop["summary"] == "6 pods podgc-deleted (orphaned), one every 60s"
+    assert "Deployment default/web: 6 pods podgc-deleted" in render_table(report)
+
+
+def test_two_endings_are_no_loop_and_old_endings_fall_out_of_the_window():
+    assert _pinned_deployment(2).report(at=200)["owners"]["loops"] == []
+    spread = _pinned_deployment(4, every=LOOP_WINDOW / 3 + 1)
+    (loop,) = spread.report(at=4 * LOOP_WINDOW)["owners"]["loops"]
+    assert loop["count"] == 3  # the first is more than the window before the newest
+
+
+def test_a_daemonset_rejected_at_admission_again_and_again_is_a_loop():
+    """kubelet lifecycle/predicate.go (1.26+ "Pod was rejected: " prefix): the DaemonSet
+    controller deletes the Failed pod and creates another (daemon_controller.go
+    FailedDaemonPod)."""
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    for i in range(4):
+        t = 10 + i * 5
+        name, uid = f"agent-{i}", f"u-agent-{i}"
+        owner = ("DaemonSet", "agent")
+        script.add(t, "ADDED", pod(name, uid, t, "worker-1", owner=owner))
+        refused = failed_status(
+            t + 1,
+            "OutOfcpu",
+            "Pod was rejected: Node didn't have enough"
+            " resource: cpu, requested: 500, used: 3800, capacity: 4000",
+        )
+        script.add(t + 1, "MODIFIED", pod(name, uid, t, "worker-1", refused, owner=owner))
+
+    (loop,) = script.report(at=40)["owners"]["loops"]
+
+    assert (loop["owner"]["kind"], loop["verdict"], loop["reason"]) == (
+        "DaemonSet",
+        "rejected",
+        "OutOfcpu",
+    )
+    assert loop["count"] == 4
+    assert loop["every_seconds"] == 5.0
+
+
+def test_bare_pods_and_a_replicaset_without_the_hash_label_are_not_misattributed():
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    for i in range(3):
+        t = 10 + i * 60
+        bare = pod(f"job-{i}", f"u-b{i}", t, "worker-9", owner=None)
+        script.add(t, "ADDED", bare)
+        script.add(t + 41, "DELETED", bare)
+    script.add(5, "ADDED", pod("hand-abc12", "u-h", 5, "worker-1", owner=("ReplicaSet", "hand")))
+
+    report = script.report(at=300)
+
+    assert report["owners"]["loops"] == []
+    view = next(p for p in report["pods"] if p["name"] == "hand-abc12")
+    assert view["owner"] == {"kind": "ReplicaSet", "name": "hand"}
+
+
+def test_the_owners_survive_a_snapshot():
+    script = _pinned_deployment(3)
+    script.add(
+        300, "ADDED", _owner_event("ReplicaSet", "web-5d8f7c9b6", "FailedCreate", QUOTA, 300)
+    )
+    timeline = script.fold()
+    build_report(timeline, at=T0 + 310)  # notes the endings
+
+    restored = load_state(dump_state(timeline))
+    report = build_report(restored, at=T0 + 310)
+
+    assert [f["key"] for f in report["owners"]["failing"]] == ["ReplicaSet/default/web-5d8f7c9b6"]
+    assert report["owners"]["failing"][0]["workload"]["name"] == "web"
+    assert report["owners"]["loops"][0]["count"] == 3
