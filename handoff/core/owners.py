@@ -260,7 +260,7 @@ class OwnerBook:
         """What is shown of one owner: its failure (unresolved) and its loop, or None."""
         failure = self.failures.get(key)
         shown = failure_view(failure, self, now) if failure and failure.resolved is None else None
-        loop = loop_of(key, self.endings.get(key, {}))
+        loop = loop_of(key, self.endings.get(key, {}), now)
         if shown is None and loop is None:
             return None
         kind, namespace, name = key.split("/", 2)
@@ -280,9 +280,10 @@ class OwnerBook:
         rows.sort(key=lambda row: row["last"], reverse=True)
         return rows
 
-    def loops(self) -> list[dict[str, Any]]:
-        """Owners whose pods keep ending the same way, the most pods first."""
-        found = (loop_of(key, entries) for key, entries in self.endings.items())
+    def loops(self, now: float) -> list[dict[str, Any]]:
+        """Owners whose pods keep ending the same way, the most pods first; ``active``
+        when the newest ending is within ``LOOP_WINDOW`` of ``now``."""
+        found = (loop_of(key, entries, now) for key, entries in self.endings.items())
         return sorted(
             (loop for loop in found if loop is not None), key=lambda x: (-x["count"], x["key"])
         )
@@ -293,7 +294,7 @@ def _ended_at(pod: PodState) -> float:
     return max(known) if known else pod.last_change
 
 
-def loop_of(key: str, entries: dict[str, Ending]) -> dict[str, Any] | None:
+def loop_of(key: str, entries: dict[str, Ending], now: float) -> dict[str, Any] | None:
     """The loop of one owner: the commonest way its pods ended within ``LOOP_WINDOW`` of
     the newest ending, when at least ``LOOP_LEAST`` pods ended so."""
     if len(entries) < LOOP_LEAST:
@@ -321,6 +322,7 @@ def loop_of(key: str, entries: dict[str, Ending]) -> dict[str, Any] | None:
         "every_seconds": round(every, 1) if every > 0 else None,
         "per_hour": round(3600 / every, 1) if every > 0 else None,
         "pods": [e.name for e in reversed(same[-LOOP_PODS_SHOWN:])],
+        "active": now - last <= LOOP_WINDOW,
         "summary": _loop_summary(verdict, reason, len(same), every),
     }
 
@@ -347,6 +349,15 @@ def cause(message: str) -> str:
     return "other"
 
 
+def stale_note(kind: str) -> str:
+    """What a failure not repeated for ``STALE_AFTER`` adds to its explanation."""
+    return (
+        f" Not repeated for over {STALE_AFTER / 3600:.0f}h: the controller stopped trying,"
+        f" or the {kind} is gone (Handoff does not watch {kind}s, so the streams cannot"
+        " tell which)."
+    )
+
+
 def failure_view(failure: Failure, book: OwnerBook, now: float) -> dict[str, Any]:
     """A failure as the CLI, the API and the board show it."""
     why = cause(failure.message)
@@ -356,13 +367,7 @@ def failure_view(failure: Failure, book: OwnerBook, now: float) -> dict[str, Any
         else None
     )
     stale = now - failure.last > STALE_AFTER
-    explanation = _REMEDIES[why]
-    if stale:
-        explanation += (
-            f" Not repeated for over {STALE_AFTER / 3600:.0f}h: the controller stopped"
-            f" trying, or the {failure.kind} is gone (Handoff does not watch"
-            f" {failure.kind}s, so the streams cannot tell which)."
-        )
+    explanation = _REMEDIES[why] + (stale_note(failure.kind) if stale else "")
     return {
         "key": owner_key(failure.kind, failure.namespace, failure.name),
         "owner": {"kind": failure.kind, "namespace": failure.namespace, "name": failure.name},

@@ -110,7 +110,7 @@ def owners_report(timeline: Timeline, now: float) -> dict[str, Any]:
     timeline.owners.take_dirty()  # a report reads the book; nothing is written from it
     return {
         "failing": timeline.owners.failing(now, resolved=True),
-        "loops": timeline.owners.loops(),
+        "loops": timeline.owners.loops(now),
     }
 
 

@@ -24,71 +24,17 @@ from handoff.core.owners import LOOP_WINDOW, cause
 from handoff.core.report import build_report
 from handoff.core.snapshot import dump_state, load_state
 from handoff.interop.exporters.tables import render_table
-from tests.core.k8sshapes import T0, Script, core_event, failed_status, micro, node, pod, second
-
-QUOTA = (
-    'Error creating: pods "web-5d8f7c9b6-{}" is forbidden: exceeded quota: compute,'
-    " requested: pods=1, used: pods=4, limited: pods=4"
+from tests.core.k8sshapes import T0, Script, failed_status, micro, node, pod
+from tests.core.ownershapes import (
+    POD_SECURITY,
+    QUOTA,
+    WEBHOOK_DENIED,
+    WEBHOOK_TIMEOUT,
+    deployment_pod,
+    owner_event,
+    pinned_deployment,
+    series_event,
 )
-POD_SECURITY = (
-    'create Pod db-0 in StatefulSet db failed error: pods "db-0" is forbidden: violates'
-    ' PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "db"'
-    " must set securityContext.allowPrivilegeEscalation=false)"
-)
-WEBHOOK_TIMEOUT = (
-    'Error creating: Internal error occurred: failed calling webhook "policy.example.com":'
-    ' failed to call webhook: Post "https://policy.svc:443/validate?timeout=10s": context'
-    " deadline exceeded"
-)
-WEBHOOK_DENIED = (
-    'Error creating: admission webhook "images.example.com" denied the request: image'
-    " registry not allowed"
-)
-
-
-def _owner_event(
-    kind: str, name: str, reason: str, message: str, t: float, count: int = 1, first: float = 0
-) -> dict[str, Any]:
-    """A controller's core/v1 Event about its workload (tools/record: a repeat keeps the
-    Event's name and bumps count and lastTimestamp)."""
-    event = core_event(
-        name,
-        f"uid-{name}",
-        reason,
-        message,
-        t,
-        component=f"{kind.lower()}-controller",
-        type_="Warning" if reason.startswith("Failed") else "Normal",
-        kind=kind,
-    )
-    event["involvedObject"]["namespace"] = "default"
-    event["metadata"]["name"] = f"{name}.{reason}"
-    event["firstTimestamp"] = second(first or t)
-    event["count"] = count
-    return event
-
-
-def _series_event(kind: str, name: str, reason: str, note: str, t: float, count: int) -> dict:
-    """An events.k8s.io/v1 Event (tools/events): ``regarding`` and ``note``, repeats in
-    ``series``; the core/v1 fields stay empty."""
-    return {
-        "kind": "Event",
-        "apiVersion": "events.k8s.io/v1",
-        "metadata": {"name": f"{name}.{reason}", "namespace": "default", "uid": f"ev-{name}"},
-        "eventTime": micro(t - 30),
-        "regarding": {"kind": kind, "namespace": "default", "name": name, "uid": f"uid-{name}"},
-        "reason": reason,
-        "note": note,
-        "type": "Warning",
-        "reportingController": f"{kind.lower()}-controller",
-        "series": {"count": count, "lastObservedTime": micro(t)},
-    }
-
-
-def _deployment_pod(name: str, uid: str, t: float, node_name: str = "") -> dict[str, Any]:
-    obj = pod(name, uid, t, node_name, owner=("ReplicaSet", "web-5d8f7c9b6"))
-    obj["metadata"]["labels"] = {"app": "web", "pod-template-hash": "5d8f7c9b6"}
-    return obj
 
 
 def _failing(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -97,16 +43,16 @@ def _failing(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_quota_failures_on_a_replicaset_are_one_owner_row_under_its_deployment():
     script = Script().add(0, "ADDED", node("worker-1", -1e5))
-    script.add(5, "ADDED", _deployment_pod("web-5d8f7c9b6-a1b2c", "u-a", 5))
+    script.add(5, "ADDED", deployment_pod("web-5d8f7c9b6-a1b2c", "u-a", 5))
     script.add(
         20,
         "ADDED",
-        _owner_event("ReplicaSet", "web-5d8f7c9b6", "FailedCreate", QUOTA.format("x1"), 20),
+        owner_event("ReplicaSet", "web-5d8f7c9b6", "FailedCreate", QUOTA.format("x1"), 20),
     )
     script.add(
         60,
         "MODIFIED",
-        _owner_event(
+        owner_event(
             "ReplicaSet", "web-5d8f7c9b6", "FailedCreate", QUOTA.format("x7"), 60, count=7, first=20
         ),
     )
@@ -133,9 +79,9 @@ def test_quota_failures_on_a_replicaset_are_one_owner_row_under_its_deployment()
 
 def test_both_event_groups_are_read_and_each_cause_named():
     script = Script().add(0, "ADDED", node("worker-1", -1e5))
-    script.add(10, "ADDED", _series_event("StatefulSet", "db", "FailedCreate", POD_SECURITY, 10, 4))
-    script.add(11, "ADDED", _owner_event("Job", "nightly", "FailedCreate", WEBHOOK_TIMEOUT, 11))
-    script.add(12, "ADDED", _owner_event("DaemonSet", "agent", "FailedCreate", WEBHOOK_DENIED, 12))
+    script.add(10, "ADDED", series_event("StatefulSet", "db", "FailedCreate", POD_SECURITY, 10, 4))
+    script.add(11, "ADDED", owner_event("Job", "nightly", "FailedCreate", WEBHOOK_TIMEOUT, 11))
+    script.add(12, "ADDED", owner_event("DaemonSet", "agent", "FailedCreate", WEBHOOK_DENIED, 12))
 
     failing = _failing(script.report(at=20))
 
@@ -174,12 +120,12 @@ def test_the_other_causes_read_from_the_api_error():
 
 def test_a_failure_resolves_when_the_controller_creates_again():
     script = Script().add(0, "ADDED", node("worker-1", -1e5))
-    script.add(10, "ADDED", _owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 10))
-    script.add(10.5, "ADDED", _owner_event("Job", "batch", "FailedCreate", QUOTA, 10))
+    script.add(10, "ADDED", owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 10))
+    script.add(10.5, "ADDED", owner_event("Job", "batch", "FailedCreate", QUOTA, 10))
     script.add(
         40,
         "ADDED",
-        _owner_event("ReplicaSet", "api-7c9", "SuccessfulCreate", "Created pod: api-7c9-q2w3e", 40),
+        owner_event("ReplicaSet", "api-7c9", "SuccessfulCreate", "Created pod: api-7c9-q2w3e", 40),
     )
     # The Job's new pod is seen, its SuccessfulCreate event is not (lost, or not watched).
     script.add(50, "ADDED", pod("batch-zx81k", "u-batch", 50, owner=("Job", "batch")))
@@ -199,7 +145,7 @@ def test_what_is_not_a_creation_failure_or_points_at_nothing_known_does_no_harm(
     script.add(
         10,
         "ADDED",
-        _owner_event(
+        owner_event(
             "Job",
             "nightly",
             "BackoffLimitExceeded",
@@ -210,11 +156,11 @@ def test_what_is_not_a_creation_failure_or_points_at_nothing_known_does_no_harm(
     script.add(
         11,
         "ADDED",
-        _owner_event(
+        owner_event(
             "Deployment", "web", "ScalingReplicaSet", "Scaled up replica set web-5d8f7c9b6 to 3", 11
         ),
     )
-    nameless = _owner_event("ReplicaSet", "x", "FailedCreate", QUOTA, 12)
+    nameless = owner_event("ReplicaSet", "x", "FailedCreate", QUOTA, 12)
     nameless["involvedObject"]["name"] = ""
     script.add(12, "ADDED", nameless)
 
@@ -226,8 +172,8 @@ def test_what_is_not_a_creation_failure_or_points_at_nothing_known_does_no_harm(
 
 def test_an_older_repeat_after_a_relist_does_not_go_back_in_time():
     script = Script().add(0, "ADDED", node("worker-1", -1e5))
-    script.add(60, "ADDED", _owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 60, 5, 10))
-    script.add(61, "ADDED", _owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 30, 3, 10))
+    script.add(60, "ADDED", owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 60, 5, 10))
+    script.add(61, "ADDED", owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 30, 3, 10))
 
     failure = _failing(script.report(at=70))["ReplicaSet/default/api-7c9"]
 
@@ -236,7 +182,7 @@ def test_an_older_repeat_after_a_relist_does_not_go_back_in_time():
 
 def test_a_failure_not_repeated_for_an_hour_says_the_streams_cannot_tell_why():
     script = Script().add(0, "ADDED", node("worker-1", -1e5))
-    script.add(10, "ADDED", _owner_event("ReplicaSet", "old-7c9", "FailedCreate", QUOTA, 10))
+    script.add(10, "ADDED", owner_event("ReplicaSet", "old-7c9", "FailedCreate", QUOTA, 10))
 
     failure = _failing(script.report(at=10 + 3700))["ReplicaSet/default/old-7c9"]
 
@@ -244,24 +190,8 @@ def test_a_failure_not_repeated_for_an_hour_says_the_streams_cannot_tell_why():
     assert "cannot tell" in failure["explanation"]
 
 
-def _pinned_deployment(pods: int, every: float = 60.0) -> Script:
-    """A Deployment whose template pins nodeName to a node that does not exist: each pod
-    is created bound, PodGC deletes it as orphaned (gc_controller.go gcOrphaned, after its
-    40 s quarantine), the ReplicaSet makes the next."""
-    script = Script().add(0, "ADDED", node("worker-1", -1e5))
-    for i in range(pods):
-        t = 10 + i * every
-        name, uid = f"web-5d8f7c9b6-p{i}", f"u-p{i}"
-        script.add(t, "ADDED", _deployment_pod(name, uid, t, "worker-9"))
-        gone = _deployment_pod(name, uid, t, "worker-9")
-        gone["metadata"]["deletionTimestamp"] = second(t + 41)
-        script.add(t + 41, "MODIFIED", gone)
-        script.add(t + 41.1, "DELETED", gone)
-    return script
-
-
 def test_a_deployment_pinned_to_a_missing_node_is_one_loop_with_a_count_and_a_rate():
-    report = _pinned_deployment(6).report(at=10 + 6 * 60)
+    report = pinned_deployment(6).report(at=10 + 6 * 60)
 
     (loop,) = report["owners"]["loops"]
     assert loop["owner"] == {"kind": "Deployment", "namespace": "default", "name": "web"}
@@ -273,8 +203,8 @@ def test_a_deployment_pinned_to_a_missing_node_is_one_loop_with_a_count_and_a_ra
 
 
 def test_two_endings_are_no_loop_and_old_endings_fall_out_of_the_window():
-    assert _pinned_deployment(2).report(at=200)["owners"]["loops"] == []
-    spread = _pinned_deployment(4, every=LOOP_WINDOW / 3 + 1)
+    assert pinned_deployment(2).report(at=200)["owners"]["loops"] == []
+    spread = pinned_deployment(4, every=LOOP_WINDOW / 3 + 1)
     (loop,) = spread.report(at=4 * LOOP_WINDOW)["owners"]["loops"]
     assert loop["count"] == 3  # the first is more than the window before the newest
 
@@ -325,10 +255,8 @@ def test_bare_pods_and_a_replicaset_without_the_hash_label_are_not_misattributed
 
 
 def test_the_owners_survive_a_snapshot():
-    script = _pinned_deployment(3)
-    script.add(
-        300, "ADDED", _owner_event("ReplicaSet", "web-5d8f7c9b6", "FailedCreate", QUOTA, 300)
-    )
+    script = pinned_deployment(3)
+    script.add(300, "ADDED", owner_event("ReplicaSet", "web-5d8f7c9b6", "FailedCreate", QUOTA, 300))
     timeline = script.fold()
     build_report(timeline, at=T0 + 310)  # notes the endings
 

@@ -133,7 +133,8 @@ def _owner_lines(owners: dict[str, Any], now: str | None) -> list[str]:
             owner = loop["owner"]
             lines.append(
                 f"  {owner['kind']} {owner['namespace']}/{owner['name']}:"
-                f" {_one_line(loop['summary'])}; last {_ago(loop['last'], now)} ago ({pods})"
+                f" {_one_line(loop['summary'])}; last {_ago(loop['last'], now)} ago"
+                f"{'' if loop['active'] else ' (stopped)'} ({pods})"
             )
     if lines:
         lines.append("")
