@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from handoff.core.owners import LOOP_WINDOW, cause
 from handoff.core.report import build_report
 from handoff.core.snapshot import dump_state, load_state
@@ -266,3 +268,24 @@ def test_the_owners_survive_a_snapshot():
     assert [f["key"] for f in report["owners"]["failing"]] == ["ReplicaSet/default/web-5d8f7c9b6"]
     assert report["owners"]["failing"][0]["workload"]["name"] == "web"
     assert report["owners"]["loops"][0]["count"] == 3
+
+
+def test_kubectl_get_events_output_gives_the_owner_rows(tmp_path):
+    """What an operator already has: ``kubectl get events -A -o json`` (a v1 List of
+    core/v1 Events, kubectl's printers), folded by the importers without a Pod in it."""
+    from handoff.offline.triage import fold_trace
+
+    items = [
+        owner_event("ReplicaSet", "web-5d8f7c9b6", "FailedCreate", QUOTA.format("x1"), 20),
+        owner_event("Job", "nightly", "FailedCreate", WEBHOOK_TIMEOUT, 25),
+    ]
+    path = tmp_path / "events.json"
+    path.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+    report = fold_trace(path)
+
+    assert [(f["owner"]["kind"], f["cause"]) for f in report["owners"]["failing"]] == [
+        ("Job", "webhook-unreachable"),
+        ("ReplicaSet", "quota"),
+    ]
+    assert report["pods"] == []
