@@ -120,7 +120,6 @@ class OwnerData(msgspec.Struct, gc=False):
 
     failures: list[Failure] = []
     deployments: dict[str, str] = {}
-    created: dict[str, float] = {}
     endings: dict[str, dict[str, Ending]] = {}
 
 
@@ -138,14 +137,12 @@ class OwnerBook:
         }
         # "namespace/replicaset" -> deployment, learned from pods' pod-template-hash.
         self.deployments: dict[str, str] = dict(data.deployments)
-        # owner key -> the newest creation time of a pod it owns.
-        self.created: dict[str, float] = dict(data.created)
         # owner key (its workload's) -> uid -> how that pod ended.
         self.endings: dict[str, dict[str, Ending]] = {k: dict(e) for k, e in data.endings.items()}
         self.dirty: set[str] = set()  # owner keys changed since the last ``take_dirty``
 
     def data(self) -> OwnerData:
-        return OwnerData(list(self.failures.values()), self.deployments, self.created, self.endings)
+        return OwnerData(list(self.failures.values()), self.deployments, self.endings)
 
     # ---------------------------------------------------------------- fold
 
@@ -158,14 +155,19 @@ class OwnerBook:
         last = facts.last or facts.first or observed
         known = self.failures.get(key)
         if facts.reason in SUCCESS_REASONS:
-            if known is not None and known.resolved is None and last >= known.last:
+            # Strictly later: a success in the failure's own (1-second) second may be the
+            # creation just before the one that failed.
+            if known is not None and known.resolved is None and last > known.last:
                 known.resolved = last
                 self.dirty.add(key)
             return
         if facts.reason not in FAILURE_REASONS:
             return
-        if known is not None and known.uid == (facts.uid or "") and last < known.last:
-            return  # an older repeat, relisted
+        same = known is not None and known.uid == (facts.uid or "")
+        if known is not None and same and last <= known.last:
+            return  # a repeat already folded, or an older one (a relist)
+        # A creation seen after this failure still resolves it.
+        resolved = known.resolved if known is not None and same else None
         self.failures[key] = Failure(
             facts.kind,
             facts.namespace or "default",
@@ -174,9 +176,10 @@ class OwnerBook:
             facts.reason,
             facts.message,
             facts.component,
-            facts.first if known is None or known.uid != (facts.uid or "") else known.first,
+            known.first if known is not None and same else facts.first,
             last,
             facts.count,
+            resolved if resolved is not None and resolved > last else None,
         )
         self.dirty.add(key)
 
@@ -191,8 +194,6 @@ class OwnerBook:
         if created is None:
             return
         key = owner_key(kind, pod.namespace, name)
-        if created > self.created.get(key, 0.0):
-            self.created[key] = created
         failure = self.failures.get(key)
         if failure is not None and failure.resolved is None and created > failure.last:
             failure.resolved = created
@@ -247,8 +248,6 @@ class OwnerBook:
                 self.dirty.add(key)
             if not entries:
                 del self.endings[key]
-        for key in [k for k, t in self.created.items() if t < horizon]:
-            del self.created[key]
 
     def take_dirty(self) -> set[str]:
         dirty, self.dirty = self.dirty, set()

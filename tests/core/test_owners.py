@@ -289,3 +289,18 @@ def test_kubectl_get_events_output_gives_the_owner_rows(tmp_path):
         ("ReplicaSet", "quota"),
     ]
     assert report["pods"] == []
+
+
+def test_a_relisted_failure_keeps_its_resolution_and_a_new_one_reopens_it():
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    script.add(10, "ADDED", owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 10))
+    script.add(20, "ADDED", pod("api-7c9-q2w3e", "u-q", 20, owner=("ReplicaSet", "api-7c9")))
+    # A relist (a 410, a restarted watch) sends the same Event again.
+    script.add(30, "ADDED", owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 10))
+
+    assert _failing(script.report(at=40))["ReplicaSet/default/api-7c9"]["resolved"] is not None
+
+    script.add(50, "MODIFIED", owner_event("ReplicaSet", "api-7c9", "FailedCreate", QUOTA, 50, 2))
+    again = _failing(script.report(at=60))["ReplicaSet/default/api-7c9"]
+    assert again["resolved"] is None
+    assert again["count"] == 2
