@@ -3,6 +3,7 @@ as rows with their own message (cluster text as text), and rows grouped by owner
 
 from __future__ import annotations
 
+import orjson
 import pytest
 import redis
 from playwright.sync_api import expect
@@ -68,3 +69,22 @@ def test_rows_group_under_their_owner_and_ungroup(page, demo_site, owners_cluste
     page.get_by_test_id("group-owner").uncheck()
     expect(page.get_by_test_id("group")).to_have_count(0)
     expect(page.locator("tbody[data-rows] tr[data-uid]")).to_have_count(6)
+
+
+def test_a_controllers_message_is_shown_as_text(page, demo_site, owners_cluster):
+    from handoff.core.trace import format_time
+    from tests.core.ownershapes import owner_event
+
+    hostile = '<img src=x onerror="document.title=1">'
+    event = owner_event("Job", "x<b>y</b>", "FailedCreate", f"Error creating: {hostile}", 400)
+    line = {"observed": format_time(1_780_000_400.0), "type": "ADDED", "object": event}
+    store.append(owners_cluster, CLUSTER, [orjson.dumps(line)])
+    fold_all(owners_cluster, CLUSTER)
+
+    page.goto(f"{demo_site}/clusters/{CLUSTER}/")
+
+    row = page.locator('[data-testid="failing-owner"][data-key="Job/default/x<b>y</b>"]')
+    expect(row).to_contain_text(f"Error creating: {hostile}")
+    expect(row).to_contain_text("Job default/x<b>y</b>")
+    assert page.locator("[data-owner-list] img, [data-owner-list] b").count() == 0
+    assert page.title() != "1"
