@@ -22,7 +22,8 @@ What the upstream code writes, by version (docs/cli.md, "Owners"):
   exceeded" (1.16-current; the older "Post ...: net/http: request canceled (Client.Timeout
   exceeded ...)" also), a namespace being deleted "unable to create new content in
   namespace <ns> because it is being terminated", a missing service account "error looking
-  up service account <ns>/<sa>".
+  up service account <ns>/<sa>" (or, as 1.8 wrote it, "service account <ns>/<sa> was not
+  found, retry after the service account is created").
 * Job ``BackoffLimitExceeded`` / ``DeadlineExceeded`` are not creation failures: the pods
   were created and failed (their verdicts say so); they are not read here.
 
@@ -74,7 +75,10 @@ _CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("limit-range", re.compile(r"(minimum|maximum) \S+ usage per|ratio to request")),
     ("namespace-terminating", re.compile(r"because it is being terminated")),
-    ("service-account", re.compile(r"error looking up service account")),
+    (
+        "service-account",
+        re.compile(r"error looking up service account|service account \S+ was not found"),
+    ),
 )
 _REMEDIES = {
     "quota": "A ResourceQuota of the namespace is used up: raise it, or lower the "
