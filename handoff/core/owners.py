@@ -43,7 +43,7 @@ import msgspec
 
 from handoff.core import verdicts as v
 from handoff.core.facts import EventFacts
-from handoff.core.podstate import PodState
+from handoff.core.podstate import FINISHED, REJECTED, PodState
 from handoff.core.trace import format_time
 
 # Kinds whose controllers create pods and say so in Events (controller_utils.go and the
@@ -293,7 +293,13 @@ class OwnerBook:
 
 
 def _ended_at(pod: PodState) -> float:
-    known = [t for t in pod.milestones if t is not None]
+    """When the pod ended: refused or finished if it was (a Failed pod deleted a day later
+    ended when it failed), else its latest milestone (the deletion)."""
+    m = pod.milestones
+    for slot in (REJECTED, FINISHED):
+        if m[slot] is not None:
+            return m[slot]
+    known = [t for t in m if t is not None]
     return max(known) if known else pod.last_change
 
 

@@ -26,7 +26,7 @@ from handoff.core.owners import LOOP_WINDOW, cause
 from handoff.core.report import build_report
 from handoff.core.snapshot import dump_state, load_state
 from handoff.interop.exporters.tables import render_table
-from tests.core.k8sshapes import T0, Script, failed_status, micro, node, pod
+from tests.core.k8sshapes import T0, Script, failed_status, micro, node, pod, second
 from tests.core.ownershapes import (
     POD_SECURITY,
     QUOTA,
@@ -304,3 +304,33 @@ def test_a_relisted_failure_keeps_its_resolution_and_a_new_one_reopens_it():
     again = _failing(script.report(at=60))["ReplicaSet/default/api-7c9"]
     assert again["resolved"] is None
     assert again["count"] == 2
+
+
+def test_a_jobs_failed_pods_loop_at_the_pace_they_failed_not_when_they_were_cleaned_up():
+    """The Job controller (job_controller.go) makes a pod per retry up to backoffLimit; its
+    failed pods stay until the Job goes (or ttlSecondsAfterFinished), then all at once."""
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    owner = ("Job", "nightly")
+    finals = []
+    for i in range(3):
+        t = 10 + i * 20
+        name, uid = f"nightly-{i}", f"u-n{i}"
+        script.add(t, "ADDED", pod(name, uid, t, "worker-1", owner=owner))
+        exited = {
+            "reason": "Error",
+            "exitCode": 1,
+            "startedAt": second(t + 1),
+            "finishedAt": second(t + 5),
+        }
+        done = failed_status(t + 1, "", "", containerStatuses=[{"state": {"terminated": exited}}])
+        final = pod(name, uid, t, "worker-1", done, owner=owner)
+        script.add(t + 5, "MODIFIED", final)
+        finals.append(final)
+    for i, final in enumerate(finals):
+        script.add(500 + i * 0.1, "DELETED", final)  # the object as last stored
+
+    (loop,) = script.report(at=600)["owners"]["loops"]
+
+    assert (loop["owner"]["kind"], loop["verdict"], loop["reason"]) == ("Job", "failed", "Error")
+    assert loop["count"] == 3
+    assert loop["every_seconds"] == 20.0

@@ -409,7 +409,8 @@ class Board {
       groups.get(key).entries.push(entry);
     }
     const loops = new Set(this.owners.loops.map((loop) => loop.key));
-    const failing = new Set(this.owners.failing.map((f) => f.key));
+    // A ReplicaSet's failure tags its Deployment's group, where its pods are.
+    const failing = new Set(this.owners.failing.flatMap((f) => (f.workload ? [f.key, `${f.workload.kind}/${f.owner.namespace}/${f.workload.name}`] : [f.key])));
     const out = [];
     for (const [key, group] of groups) {
       const worst = group.entries[0].view.verdict;
