@@ -334,3 +334,20 @@ def test_a_jobs_failed_pods_loop_at_the_pace_they_failed_not_when_they_were_clea
     assert (loop["owner"]["kind"], loop["verdict"], loop["reason"]) == ("Job", "failed", "Error")
     assert loop["count"] == 3
     assert loop["every_seconds"] == 20.0
+
+
+def test_an_owner_recreated_under_the_same_name_starts_a_failure_of_its_own():
+    """A StatefulSet deleted and created again keeps its name, not its uid: the new one's
+    failure is not the old one's (first time, resolution)."""
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    script.add(10, "ADDED", owner_event("StatefulSet", "db", "FailedCreate", POD_SECURITY, 10))
+    script.add(20, "ADDED", pod("db-0", "u-db0", 20, owner=("StatefulSet", "db")))
+    again = owner_event("StatefulSet", "db", "FailedCreate", POD_SECURITY, 100)
+    again["involvedObject"]["uid"] = "uid-db-second"
+    again["metadata"]["name"] = "db.second"
+    script.add(100, "ADDED", again)
+
+    failure = _failing(script.report(at=110))["StatefulSet/default/db"]
+
+    assert failure["resolved"] is None
+    assert failure["first"] == failure["last"]
