@@ -24,6 +24,11 @@ What the upstream code writes, by version (docs/cli.md, "Owners"):
   namespace <ns> because it is being terminated", a missing service account "error looking
   up service account <ns>/<sa>" (or, as 1.8 wrote it, "service account <ns>/<sa> was not
   found, retry after the service account is created").
+* Deployment (deployment/sync.go, every version): ``ReplicaSetCreateError`` "Failed to
+  create new replica set <name>: <API error>" when even the ReplicaSet cannot be made;
+  ``ScalingReplicaSet`` once it scales one. CronJob (cronjob_controllerv2.go, the default
+  from 1.21; the v1 controller before wrote the same): ``FailedCreate`` "Error creating
+  job: <API error>", ``SuccessfulCreate`` "Created job <name>".
 * Job ``BackoffLimitExceeded`` / ``DeadlineExceeded`` are not creation failures: the pods
   were created and failed (their verdicts say so); they are not read here.
 
@@ -46,13 +51,26 @@ from handoff.core.facts import EventFacts
 from handoff.core.podstate import FINISHED, REJECTED, PodState
 from handoff.core.trace import format_time
 
-# Kinds whose controllers create pods and say so in Events (controller_utils.go and the
-# StatefulSet's own pod control).
+# Kinds whose controllers create pods (controller_utils.go, the StatefulSet's own pod
+# control), or the objects that make them (a Deployment its ReplicaSets, a CronJob its
+# Jobs), and say so in Events.
 WORKLOAD_KINDS = frozenset(
-    {"ReplicaSet", "StatefulSet", "Job", "DaemonSet", "ReplicationController"}
+    {
+        "ReplicaSet",
+        "StatefulSet",
+        "Job",
+        "DaemonSet",
+        "ReplicationController",
+        "Deployment",
+        "CronJob",
+    }
 )
-FAILURE_REASONS = frozenset({"FailedCreate", "FailedDelete"})
-SUCCESS_REASONS = frozenset({"SuccessfulCreate"})
+# ReplicaSetCreateError: the Deployment controller could not create its new ReplicaSet
+# (deployment/sync.go getNewReplicaSet, "Failed to create new replica set <name>: <error>").
+# The CronJob controller's own FailedCreate reads "Error creating job: <error>".
+FAILURE_REASONS = frozenset({"FailedCreate", "FailedDelete", "ReplicaSetCreateError"})
+# ScalingReplicaSet: the Deployment has a ReplicaSet it scales ("Scaled up replica set ...").
+SUCCESS_REASONS = frozenset({"SuccessfulCreate", "ScalingReplicaSet"})
 # Verdicts that end a pod: an owner whose pods keep ending one of these ways is a loop.
 LOOP_VERDICTS = frozenset({v.PODGC_DELETED, v.REJECTED, v.EVICTED, v.NODE_LOST, v.FAILED})
 LOOP_LEAST = 3  # pods ending the same way before it counts as a loop

@@ -159,7 +159,7 @@ def test_what_is_not_a_creation_failure_or_points_at_nothing_known_does_no_harm(
         11,
         "ADDED",
         owner_event(
-            "Deployment", "web", "ScalingReplicaSet", "Scaled up replica set web-5d8f7c9b6 to 3", 11
+            "HorizontalPodAutoscaler", "web", "SuccessfulRescale", "New size: 3; reason: cpu", 11
         ),
     )
     nameless = owner_event("ReplicaSet", "x", "FailedCreate", QUOTA, 12)
@@ -169,7 +169,7 @@ def test_what_is_not_a_creation_failure_or_points_at_nothing_known_does_no_harm(
     report = script.report(at=20)
 
     assert report["owners"] == {"failing": [], "loops": []}
-    assert report["skipped"]["Event about Deployment"] == 1
+    assert report["skipped"]["Event about HorizontalPodAutoscaler"] == 1
 
 
 def test_an_older_repeat_after_a_relist_does_not_go_back_in_time():
@@ -351,3 +351,25 @@ def test_an_owner_recreated_under_the_same_name_starts_a_failure_of_its_own():
 
     assert failure["resolved"] is None
     assert failure["first"] == failure["last"]
+
+
+def test_a_deployment_that_cannot_make_its_replicaset_and_a_cronjob_its_jobs():
+    """deployment/sync.go getNewReplicaSet (a quota on ReplicaSets); the CronJob controller
+    (cronjob_controllerv2.go) refused by a webhook; then the Deployment scales a ReplicaSet."""
+    rs_quota = (
+        'Failed to create new replica set "web-5d8f7c9b6": replicasets.apps "web-5d8f7c9b6"'
+        " is forbidden: exceeded quota: objects, requested: count/replicasets.apps=1,"
+        " used: count/replicasets.apps=10, limited: count/replicasets.apps=10"
+    )
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    script.add(10, "ADDED", owner_event("Deployment", "web", "ReplicaSetCreateError", rs_quota, 10))
+    job = "Error creating job: " + WEBHOOK_DENIED.removeprefix("Error creating: ")
+    script.add(11, "ADDED", owner_event("CronJob", "backup", "FailedCreate", job, 11))
+
+    failing = _failing(script.report(at=20))
+    assert failing["Deployment/default/web"]["cause"] == "quota"
+    assert failing["CronJob/default/backup"]["cause"] == "webhook-denied"
+
+    scaled = "Scaled up replica set web-5d8f7c9b6 to 3"
+    script.add(30, "ADDED", owner_event("Deployment", "web", "ScalingReplicaSet", scaled, 30))
+    assert _failing(script.report(at=40))["Deployment/default/web"]["resolved"] is not None
