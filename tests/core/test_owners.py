@@ -260,14 +260,25 @@ def test_the_owners_survive_a_snapshot():
     script = pinned_deployment(3)
     script.add(300, "ADDED", owner_event("ReplicaSet", "web-5d8f7c9b6", "FailedCreate", QUOTA, 300))
     timeline = script.fold()
-    build_report(timeline, at=T0 + 310)  # notes the endings
+    for pod_state in timeline.pods.values():  # as the live fold notes them at a flush
+        judged = timeline.judge(pod_state, T0 + 310)
+        timeline.owners.note_ending(pod_state, judged.verdict, judged.reason)
 
-    restored = load_state(dump_state(timeline))
-    report = build_report(restored, at=T0 + 310)
+    restored = load_state(dump_state(timeline)).owners
 
-    assert [f["key"] for f in report["owners"]["failing"]] == ["ReplicaSet/default/web-5d8f7c9b6"]
-    assert report["owners"]["failing"][0]["workload"]["name"] == "web"
-    assert report["owners"]["loops"][0]["count"] == 3
+    assert [f["key"] for f in restored.failing(T0 + 310)] == ["ReplicaSet/default/web-5d8f7c9b6"]
+    assert restored.failing(T0 + 310)[0]["workload"]["name"] == "web"
+    assert restored.loops(T0 + 310)[0]["count"] == 3
+
+
+def test_a_report_changes_nothing_in_the_timeline_it_reads():
+    """A replay's timeline is shared between requests: judging it for a report notes no
+    endings in it (the report has its own copy of the owners)."""
+    timeline = pinned_deployment(3).fold()
+
+    assert build_report(timeline, at=T0 + 310)["owners"]["loops"][0]["count"] == 3
+    assert timeline.owners.endings == {}
+    assert timeline.owners.dirty == set()
 
 
 def test_kubectl_get_events_output_gives_the_owner_rows(tmp_path):

@@ -6,7 +6,8 @@
 //   data-ws       websocket path, empty for no live updates
 //   data-pod-base pod page prefix: <base><namespace>/<name>/
 //   data-initial  id of a JSON script holding the first page (else it is fetched)
-//   data-owners   owners endpoint (controllers creating no pods, loops); optional
+//   data-owners   owners endpoint (controllers creating no pods, loops); optional: a
+//                 summary with an "owners" key (a replay's) fills them too
 // "group by owner" (?group=owner) shows the loaded rows under the workload owning them.
 // Text from the cluster only ever goes into the page through textContent.
 
@@ -197,6 +198,7 @@ class Board {
     if (this.more) this.more.addEventListener("click", () => this.load(false));
     const group = this.form && this.form.elements.namedItem("group");
     if (group) {
+      group.checked = this.grouped;
       group.addEventListener("change", () => {
         this.grouped = group.checked;
         const params = new URLSearchParams(location.search);
@@ -324,6 +326,7 @@ class Board {
         const body = await response.json();
         this.cards(((body.summary || {}).verdicts) || {});
         if (body.streams) this.health(body.streams);
+        if (body.owners) this.showOwners(body.owners); // a replay's summary carries them
         if (this.ownersUrl) {
           const owners = await fetch(this.ownersUrl, { credentials: "same-origin" });
           if (owners.ok) this.showOwners(await owners.json());
@@ -339,7 +342,9 @@ class Board {
   // Controllers creating no pods (one row each, the controller's own message) and loops
   // (one banner per owner whose pods keep ending the same way), above the pods.
   showOwners(body) {
-    this.owners = { failing: body.failing || [], loops: body.loops || [] };
+    // Live answers hold only what needs attention; a replay's (triage's) hold all.
+    const failing = (body.failing || []).filter((f) => !f.resolved);
+    this.owners = { failing, loops: (body.loops || []).filter((loop) => loop.active !== false) };
     const section = this.root.querySelector("[data-owner-list]");
     if (!section) return;
     const loops = section.querySelector("[data-loops]");
