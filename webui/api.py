@@ -1,4 +1,5 @@
-"""The board's JSON API: /api/clusters, /api/clusters/C/summary, /api/clusters/C/pods.
+"""The board's JSON API: /api/clusters, /api/clusters/C/summary, /api/clusters/C/pods,
+/api/clusters/C/owners.
 
 Documented in docs/api.md (section "board"). Anonymous callers get 401 JSON rather than
 the sign-in redirect pages get; an unknown cluster is 404 JSON; bad parameters 400 JSON.
@@ -134,6 +135,14 @@ def pods(request: HttpRequest, cluster: str) -> dict[str, Any]:
     c = clusterdata.client()
     known_cluster(c, cluster)
     return pods_body(c, cluster, request.GET)
+
+
+@api
+def owners(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    """Owners needing attention: controllers creating no pods, and loops."""
+    c = clusterdata.client()
+    known_cluster(c, cluster)
+    return {"cluster": cluster, **queries.head(c, cluster), **queries.owners(c, cluster)}
 
 
 def pods_body(c: redis.Redis, cluster: str, params: QueryDict) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from handoff.core.facts import (
     taint_view,
     timestamp,
 )
-from handoff.core.schema import Condition, KubeObject, ObjectMeta, Status
+from handoff.core.schema import Condition, KubeObject, ObjectMeta, OwnerReference, Status
 
 # Milestone slots: indexes into verdicts.MILESTONES, the one index of them (a list per
 # pod is far smaller than a dict).
@@ -352,7 +352,7 @@ def first_sight(
     if ack is not None:  # its kubelet's events came first (R2, S2): it existed by then
         pod.put(CREATED, ack, bool(pod.coarse & (1 << ACK)))
     if meta.ownerReferences:
-        owner = meta.ownerReferences[0]
+        owner = controller_of(meta.ownerReferences)
         pod.owner = (intern(owner.kind), intern(owner.name))
     notes = meta.annotations
     static = (notes is not None and (notes.mirror is not None or notes.source == "file")) or (
@@ -360,6 +360,15 @@ def first_sight(
     )
     pod.flags = flags | STATIC if static else flags
     return static
+
+
+def controller_of(references: list[OwnerReference]) -> OwnerReference:
+    """The managing owner: the reference marked ``controller`` (at most one is,
+    apimachinery's GetControllerOf), else the first."""
+    for reference in references:
+        if reference.controller:
+            return reference
+    return references[0]
 
 
 def note_deletion(pod: PodState, observed: float, meta: ObjectMeta) -> None:

@@ -13,6 +13,7 @@ import orjson
 from handoff.core import verdicts as v
 from handoff.core.durations import add_samples, new_samples, summarise
 from handoff.core.gcpause import paused_gc
+from handoff.core.owners import OwnerBook
 from handoff.core.podstate import CREATED, PodState
 from handoff.core.timeline import Timeline
 from handoff.core.trace import LineError
@@ -61,11 +62,17 @@ def _ranked(
     unobserved: dict[str, int] = {}
     ranked = []
     judge, inf = timeline.judge, math.inf
+    # The report's own copy of the owners: judging here changes no shared timeline (a
+    # replay's, a live fold's) and leaves nothing for the fold to write.
+    owners = OwnerBook(timeline.owners.data())
+    note_ending = owners.note_ending
     with paused_gc():
         for pod in timeline.pods.values():
             judgement = judge(pod, now, stuck_after)
             verdict = judgement.verdict
             counts[verdict] += 1
+            if pod.owner is not None:
+                note_ending(pod, verdict, judgement.reason)
             add_samples(pod, samples, unobserved)
             if not wanted or verdict in wanted:
                 created = pod.milestones[CREATED]
@@ -92,12 +99,19 @@ def _ranked(
             "pods": sum(counts.values()),
             "nodes": len(timeline.nodes),
         },
+        "owners": owners_report(owners, now),
         "skipped": dict(sorted(timeline.skipped.items())),
         "watch_errors": len(timeline.watch_errors),
         "errors": [{"line": e.line, "message": e.message} for e in error_list[:MAX_ERRORS_LISTED]],
         "error_count": len(error_list),
     }
     return head, ranked, now
+
+
+def owners_report(owners: OwnerBook, now: float) -> dict[str, Any]:
+    """Workloads as one incident each: controllers that fail to create pods (resolved ones
+    too, with when) and owners whose pods keep ending the same way (core/owners.py)."""
+    return {"failing": owners.failing(now, resolved=True), "loops": owners.loops(now)}
 
 
 _SEVERITY = {name: verdict.severity for name, verdict in v.VERDICTS.items()}

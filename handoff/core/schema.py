@@ -41,6 +41,14 @@ def note_second(text: str, moment: datetime) -> None:
 class OwnerReference(msgspec.Struct, gc=False):
     kind: str = ""
     name: str = ""
+    controller: bool | None = None
+
+
+class Labels(msgspec.Struct, gc=False):
+    """The one label Handoff reads: a Deployment's pods carry their ReplicaSet's
+    template hash (pkg/controller/deployment/sync.go); every other label is skipped."""
+
+    template_hash: str | None = msgspec.field(default=None, name="pod-template-hash")
 
 
 class Annotations(msgspec.Struct, gc=False):
@@ -61,6 +69,7 @@ class ObjectMeta(msgspec.Struct, gc=False):
     deletionTimestamp: str | None = None
     finalizers: list[str] | None = None
     annotations: Annotations | None = None
+    labels: Labels | None = None
     ownerReferences: list[OwnerReference] | None = None
 
 

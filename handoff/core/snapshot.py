@@ -10,6 +10,7 @@ from collections import Counter
 
 import msgspec
 
+from handoff.core.owners import OwnerBook, OwnerData
 from handoff.core.podstate import NodeState, PodState
 from handoff.core.timeline import Timeline
 
@@ -29,6 +30,8 @@ class _State(msgspec.Struct, gc=False):
     watch_errors: list[tuple[float, str]]
     last_observed: float | None
     events_applied: int
+    # Absent from snapshots made before owners were kept: an empty book.
+    owners: OwnerData | None = None
 
 
 # 2: PodState as a struct with flags, ``extra`` and flat ``changes``.
@@ -51,6 +54,7 @@ def dump_state(timeline: Timeline) -> bytes:
             timeline.watch_errors,
             timeline.last_observed,
             timeline.events_applied,
+            timeline.owners.data(),
         )
     )
 
@@ -77,4 +81,5 @@ def load_state(blob: bytes) -> Timeline:
     timeline.watch_errors = state.watch_errors
     timeline.last_observed = state.last_observed
     timeline.events_applied = state.events_applied
+    timeline.owners = OwnerBook(state.owners)
     return timeline

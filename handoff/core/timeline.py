@@ -37,12 +37,14 @@ from handoff.core.facts import (
 )
 from handoff.core.gcpause import paused_gc
 from handoff.core.judge import Judging
+from handoff.core.owners import WORKLOAD_KINDS, OwnerBook
 from handoff.core.podstate import (
     ACK,
     ADMITTED,
     BOUND,
     BOUND_BIT,
     CHANGE_FIELDS,
+    CREATED,
     DELETED,
     DELETING_BIT,
     DISRUPTION_BIT,
@@ -113,6 +115,9 @@ class Timeline(Judging):
         self.watch_errors: list[tuple[float, str]] = []
         self.last_observed: float | None = None
         self.events_applied = 0
+        # Workloads: their controllers' failures, Deployments behind ReplicaSets, how
+        # their pods ended (core/owners.py).
+        self.owners = OwnerBook()
 
     # ----------------------------------------------------------------- fold
 
@@ -190,6 +195,10 @@ class Timeline(Judging):
                 notes = meta.annotations
                 if first_sight(pod, observed, meta, node, facts) and notes is not None:
                     self._alias_static(pod, notes)
+                if pod.owner is not None:
+                    labels = meta.labels
+                    template_hash = (labels.template_hash if labels is not None else None) or ""
+                    self.owners.note_pod(pod, template_hash, pod.milestones[CREATED])
             if not node:
                 pod.flags |= SAW_UNBOUND
             elif not pod.reached & BOUND_BIT:  # not ``pod.node``: an event may have set it
@@ -262,6 +271,9 @@ class Timeline(Judging):
             return None
         if facts.kind == "Node":
             self._apply_node_event(observed, facts)
+            return None
+        if facts.kind in WORKLOAD_KINDS:
+            self.owners.apply_event(observed, facts)
             return None
         if facts.kind != "Pod" or not facts.name:
             self.skipped[f"Event about {facts.kind or 'nothing'}"] += 1

@@ -60,6 +60,7 @@ _STAGE_CODE = {name: index for index, name in enumerate(_STAGE_NAMES)}
 _EVENT_KEYS = ("reason", "type", "source", "host", "message", "first", "last", "count")
 _CHANGE_KEYS = ("at", "what")
 _OWNER_KEYS = ("kind", "name")
+_OWNER_KEYS_WORKLOAD = ("kind", "name", "workload")
 _get_name, _get_start, _get_end = itemgetter("name"), itemgetter("start"), itemgetter("end")
 _get_open = itemgetter("open")
 _get_first, _get_last = itemgetter("first"), itemgetter("last")
@@ -104,7 +105,11 @@ def _compact(view: dict[str, Any]) -> list[Any] | None:
         or (events and tuple(events[0]) != _EVENT_KEYS)
         or type(changes) is not list
         or (changes and tuple(changes[0]) != _CHANGE_KEYS)
-        or (owner is not None and tuple(owner) != _OWNER_KEYS)
+        or (
+            owner is not None
+            and tuple(owner) != _OWNER_KEYS
+            and tuple(owner) != _OWNER_KEYS_WORKLOAD
+        )
     ):
         return None
     try:
@@ -140,7 +145,7 @@ def _compact(view: dict[str, Any]) -> list[Any] | None:
             view["node"],
             view["node_exists"],
             view["binding"],
-            None if owner is None else (owner["kind"], owner["name"]),
+            _owner_row(owner),
             view["verdict"],
             view["reason"],
             explanation,
@@ -202,7 +207,7 @@ def _expand(data: list[Any]) -> dict[str, Any]:
         "node": node,
         "node_exists": node_exists,
         "binding": binding,
-        "owner": None if owner is None else {"kind": owner[0], "name": owner[1]},
+        "owner": _owner_dict(owner),
         "verdict": verdict,
         "reason": reason,
         "explanation": explanation,
@@ -226,6 +231,25 @@ def _expand(data: list[Any]) -> dict[str, Any]:
         view["deleted_blind"] = blind[0]
     if explanation is None:
         view["explanation"] = explain(verdict, reason, _explain_context(view))
+    return view
+
+
+def _owner_row(owner: dict[str, Any] | None) -> tuple[str, ...] | None:
+    """(kind, name), and the workload's kind and name when the view has one."""
+    if owner is None:
+        return None
+    workload = owner.get("workload")
+    if workload is None:
+        return (owner["kind"], owner["name"])
+    return (owner["kind"], owner["name"], workload["kind"], workload["name"])
+
+
+def _owner_dict(owner: list[Any] | None) -> dict[str, Any] | None:
+    if owner is None:
+        return None
+    view: dict[str, Any] = {"kind": owner[0], "name": owner[1]}
+    if len(owner) == 4:
+        view["workload"] = {"kind": owner[2], "name": owner[3]}
     return view
 
 

@@ -87,7 +87,7 @@ def pod_view(
         "node": pod.node or None,
         "node_exists": judgement.node_exists,
         "binding": binding,
-        "owner": {"kind": pod.owner[0], "name": pod.owner[1]} if pod.owner else None,
+        "owner": owner_view(timeline, pod),
         "verdict": judgement.verdict,
         "reason": judgement.reason,
         "explanation": explain(judgement.verdict, judgement.reason, ctx),
@@ -100,6 +100,18 @@ def pod_view(
         "events": [_event_view(record) for record in _sorted_events(pod)],
         "changes": [{"at": iso(t), "what": text} for t, text in describe_changes(pod)],
     }
+
+
+def owner_view(timeline: Timeline, pod: PodState) -> dict[str, Any] | None:
+    """The pod's controller, and the workload it is grouped under when that is another
+    (a Deployment behind its ReplicaSet: ``owners.OwnerBook.workload``)."""
+    if pod.owner is None:
+        return None
+    view: dict[str, Any] = {"kind": pod.owner[0], "name": pod.owner[1]}
+    workload = timeline.owners.workload(pod.namespace, pod.owner)
+    if workload is not None and workload != pod.owner:
+        view["workload"] = {"kind": workload[0], "name": workload[1]}
+    return view
 
 
 # What proves a pod is past every stage before "running": a stage whose own end never

@@ -136,7 +136,14 @@ class Folder(Snapshots):
         stale = {uid.decode() for uid in stored} - set(self.timeline.pods)
         self._clear_indexes()
         self.dirty = set(self.timeline.pods)
+        self.timeline.owners.dirty.update(self._stored_owners())
         self.flush(removed=sorted(stale))
+
+    def _stored_owners(self) -> set[str]:
+        """Every owner key stored or known: a full restore rewrites (or removes) each."""
+        book = self.timeline.owners
+        stored = {key.decode() for key in self.client.hkeys(store.owners_key(self.cluster))}
+        return stored | set(book.failures) | set(book.endings)
 
     def _store_matches(self, written: dict[str, tuple[str, str, str]]) -> bool:
         """Nothing was flushed after the snapshot (by a worker that then died), and the
@@ -206,7 +213,8 @@ class Folder(Snapshots):
         self.behind = count >= self.settings.batch
         now = self.clock()
         nodes_due = self.nodes_dirty and now - self.nodes_written >= NODES_INTERVAL
-        if (self.dirty or nodes_due) and now - self.last_flush >= self._window():
+        owners_due = bool(self.timeline.owners.dirty)
+        if (self.dirty or nodes_due or owners_due) and now - self.last_flush >= self._window():
             self.flush(nodes=nodes_due)
             if self.tenure is not None:
                 self.tenure.settle()  # the pause falls in the next coalescing window
@@ -313,12 +321,15 @@ class Folder(Snapshots):
         views = {}
         removed = list(removed or ())
         incident = None
+        note_ending = self.timeline.owners.note_ending
         for uid in self.dirty:
             pod = pods.get(uid)
             if pod is not None and not uid.startswith("name:"):
                 view = self.view(pod, now)
                 views[uid] = (view, encode_view(view))
                 self._track(uid, view["verdict"], pod)
+                if pod.owner is not None:
+                    note_ending(pod, view["verdict"], view["reason"])
                 if _new_incident(view["verdict"], self.written.get(uid)):
                     incident = view
             elif pod is None and uid in self.written:
@@ -331,6 +342,7 @@ class Folder(Snapshots):
         store.write_pods(pipe, self.cluster, views, self.written)
         if removed:
             store.drop_pods(pipe, self.cluster, removed, self.written)
+        self._write_owners(pipe, now)
         progress: dict[str, Any] = {
             "cursor": self.cursor,
             "evaluated_at": stamp,
@@ -357,6 +369,15 @@ class Folder(Snapshots):
             counts = queries.counts(self.client, self.cluster)["verdicts"]
             for message in messages(self.cursor, pushed, removed or [], stamp, counts):
                 self.publisher.publish(message)
+
+    def _write_owners(self, pipe: redis.client.Pipeline, now: float) -> None:
+        """The records of the owners that changed (core/owners.py), one field each."""
+        book = self.timeline.owners
+        records = {}
+        for key in book.take_dirty():
+            record = book.record(key, now)
+            records[key] = None if record is None else orjson.dumps(record)
+        store.write_owners(pipe, self.cluster, records)
 
     def _nodes(self) -> dict[str, Any]:
         return {
@@ -414,6 +435,7 @@ class Folder(Snapshots):
                 deleted = pod.milestones[DELETED]
                 if deleted is not None and deleted < horizon:
                     due[uid] = None
+        self.timeline.owners.forget(horizon)
         gone = list(due)
         for uid in gone:
             pod = self.timeline.pods.pop(uid)

@@ -46,6 +46,7 @@ ROW_FIELDS = (
     "node",
     "node_exists",
     "binding",
+    "owner",
     "verdict",
     "reason",
     "stages",

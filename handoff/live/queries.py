@@ -20,6 +20,7 @@ import redis
 
 from handoff.core import verdicts as v
 from handoff.core.durations import not_observed, summarise
+from handoff.core.owners import LOOP_WINDOW, STALE_AFTER, stale_note
 from handoff.core.trace import format_time, parse_time
 from handoff.core.viewcodec import decode_view
 from handoff.live import clusters, store
@@ -135,6 +136,34 @@ def clock(fold: dict[str, str], now: float | None = None) -> dict[str, str | Non
 def head(client: redis.Redis, cluster: str, now: float | None = None) -> dict[str, str | None]:
     """``stream_cursor`` and ``evaluated_at`` of a cluster now (``clock`` of its fold)."""
     return clock(store.fold_state(client, cluster), now)
+
+
+# ---------------------------------------------------------------- owners
+
+
+def owners(client: redis.Redis, cluster: str, now: float | None = None) -> dict[str, Any]:
+    """The owners needing attention (``store.owners_key``): controllers failing to create
+    pods, newest first, and loops still going, most pods first. Whether a failure is
+    stale and a loop still active is judged on the cluster's clock now, not when the
+    fold wrote the record."""
+    at = parse_time(head(client, cluster, now)["evaluated_at"] or format_time(time.time()))
+    failing, loops = [], []
+    for raw in store.owner_records(client, cluster):
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        failure, loop = record.get("failure"), record.get("loop")
+        if failure:
+            if not failure["stale"] and at - parse_time(failure["last"]) > STALE_AFTER:
+                failure["stale"] = True
+                failure["explanation"] += stale_note(failure["owner"]["kind"])
+            failing.append(failure)
+        if loop and at - parse_time(loop["last"]) <= LOOP_WINDOW:
+            loops.append(loop)
+    failing.sort(key=lambda f: f["last"], reverse=True)
+    loops.sort(key=lambda x: (-x["count"], x["key"]))
+    return {"failing": failing, "loops": loops}
 
 
 # ------------------------------------------------------------ one cluster

@@ -77,6 +77,29 @@ def node_verdicts_key(cluster: str) -> str:
     return k(cluster, "handed")
 
 
+def owners_key(cluster: str) -> str:
+    """Hash "<kind>/<namespace>/<name>" -> JSON of an owner that needs attention (its
+    controller failing to create pods, its pods looping: ``OwnerBook.record``), written by
+    the fold: one field per such owner, none per pod."""
+    return k(cluster, "owners")
+
+
+def write_owners(
+    pipe: redis.client.Pipeline, cluster: str, records: dict[str, bytes | None]
+) -> None:
+    """Store owner records; None removes one (nothing about it needs attention now)."""
+    put = {key: raw for key, raw in records.items() if raw is not None}
+    gone = [key for key, raw in records.items() if raw is None]
+    if put:
+        pipe.hset(owners_key(cluster), mapping=put)
+    if gone:
+        pipe.hdel(owners_key(cluster), *gone)
+
+
+def owner_records(client: redis.Redis, cluster: str) -> list[bytes]:
+    return list(client.hvals(owners_key(cluster)))
+
+
 def changed_key(cluster: str) -> str:
     return k(cluster, "idx", "changed")
 

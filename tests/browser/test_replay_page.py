@@ -183,3 +183,23 @@ def test_it_refuses_anonymous_visitors(page, replay_site: str) -> None:
     assert "/accounts/login/" in page.url
     response = page.request.get(replay_site + "/api/replay/f-stuck-node-missing.jsonl/summary")
     assert response.status == 401
+
+
+def test_a_replay_shows_the_owners_as_they_were_then(page, replay_site: str, tmp_path) -> None:
+    """The replay board takes owners from its summary at the chosen time: the loop of the
+    pinned Deployment has three endings by 3 minutes in, five at the end."""
+    from tests.core.ownershapes import write_trace
+
+    sign_in(page, replay_site, USER)
+    upload(page, replay_site, write_trace(tmp_path / "owners.jsonl"))
+    loop = page.get_by_test_id("loop")
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=loop]').length === 1")
+    assert "5 pods podgc-deleted (orphaned)" in loop.inner_text()
+    assert page.get_by_test_id("failing-owner").count() == 2
+
+    move_slider(page, "2026-05-28T20:30:00Z")  # T0 + 200 s (tests/core/k8sshapes.py)
+    page.wait_for_function(
+        "() => (document.querySelector('[data-testid=loop]') || {}).textContent?.includes('3 pods')"
+    )
+    page.check('#replay-board [data-testid="group-owner"]')
+    page.wait_for_selector('#replay-board tr.group[data-group="Deployment/default/web"]')

@@ -105,3 +105,31 @@ def test_a_pod_bound_in_the_second_its_node_joined_is_not_node_lost() -> None:
     assert not reader.errors
     views = {v["name"]: v for v in build_report(timeline, stuck_after=STUCK_AFTER)["pods"]}
     assert answer(views["pinned"]) == s.EXPECTED["d"]["pinned"]
+
+
+def test_the_real_pinned_deployment_is_one_loop_under_its_deployment():
+    """Situation (f) on a real v1.20.2 control plane: the Deployment's ReplicaSet
+    (``<deployment>-<pod-template-hash>``, pkg/controller/deployment/sync.go) makes pod
+    after pod for a missing node and PodGC deletes each (gc_controller.go gcOrphaned)."""
+    timeline, _ = fold_file(REGISTRATION)
+    report = build_report(timeline, stuck_after=STUCK_AFTER)
+
+    (loop,) = report["owners"]["loops"]
+    assert loop["owner"] == {
+        "kind": "Deployment",
+        "namespace": "pinned-deploy",
+        "name": "ghost-web",
+    }
+    assert (loop["verdict"], loop["reason"]) == ("podgc-deleted", "orphaned")
+    assert loop["count"] >= 3
+    assert 20 <= loop["every_seconds"] <= 80  # PodGC's 20 s tick after its 40 s quarantine
+    pods = [p for p in report["pods"] if p["namespace"] == "pinned-deploy"]
+    assert all(
+        p["owner"]
+        == {
+            "kind": "ReplicaSet",
+            "name": "ghost-web-6b6768fbc8",
+            "workload": {"kind": "Deployment", "name": "ghost-web"},
+        }
+        for p in pods
+    )

@@ -134,3 +134,29 @@ def test_it_reads_the_real_audit_log_and_finds_no_pod_writes_in_it():
     assert events == []
     assert reader.errors == []
     assert sum(reader.skipped.values()) == 757
+
+
+def test_a_real_failed_create_is_an_owner_row_resolved_when_the_controller_created():
+    """A real kubeadm bootstrap (sonobuoy, k8s ~1.8): the ReplicaSet's and the DaemonSet's
+    FailedCreate (controller_utils.go "Error creating: ...", the DaemonSet controller then
+    named ``daemon-set``) while the service accounts did not exist yet, then their
+    SuccessfulCreate."""
+    report = build_report(fold(_sonobuoy_kube_system()))
+    failing = {f["key"]: f for f in report["owners"]["failing"]}
+
+    assert set(failing) == {
+        "ReplicaSet/kube-system/calico-kube-controllers-6ff88bf6d4",
+        "DaemonSet/kube-system/calico-node",
+    }
+    rs = failing["ReplicaSet/kube-system/calico-kube-controllers-6ff88bf6d4"]
+    assert (rs["cause"], rs["count"], rs["source"]) == (
+        "service-account",
+        6,
+        "replicaset-controller",
+    )
+    assert rs["resolved"] == "2017-12-13T16:59:38.000000Z"
+    ds = failing["DaemonSet/kube-system/calico-node"]
+    assert (ds["cause"], ds["source"]) == ("service-account", "daemon-set")
+    # Its first SuccessfulCreate came in the failure's own second: the next one resolves it.
+    assert ds["resolved"] == "2017-12-13T17:02:17.000000Z"
+    assert report["owners"]["loops"] == []

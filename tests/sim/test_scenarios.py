@@ -196,3 +196,26 @@ def test_the_trace_does_not_depend_on_hash_randomisation(tmp_path: Path) -> None
         )
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
+
+
+def test_owners_shows_a_quota_starved_workload_and_a_podgc_loop(tmp_path: Path) -> None:
+    """The ReplicaSet's FailedCreate as controller_utils.go writes it (through the event
+    correlator), under its Deployment; the pinned Deployment as one loop."""
+    report = fold_trace(_record(tmp_path, "owners"))
+
+    (failure,) = report["owners"]["failing"]
+    assert (failure["owner"]["kind"], failure["owner"]["namespace"]) == ("ReplicaSet", "team")
+    assert failure["workload"] == {"kind": "Deployment", "name": "api"}
+    assert failure["cause"] == "quota"
+    assert 'Error creating: pods "api-' in failure["message"]
+    assert (
+        "exceeded quota: team-pods, requested: pods=1, used: pods=2, limited: pods=2"
+        in (failure["message"])
+    )
+    assert failure["count"] > 3
+    assert sum(p["namespace"] == "team" and p["verdict"] == "running" for p in report["pods"]) == 2
+    (loop,) = report["owners"]["loops"]
+    assert loop["owner"] == {"kind": "Deployment", "namespace": "default", "name": "pinned"}
+    assert (loop["verdict"], loop["reason"]) == ("podgc-deleted", "orphaned")
+    assert loop["count"] >= 4
+    assert 40 <= loop["every_seconds"] <= 80

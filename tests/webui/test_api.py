@@ -166,3 +166,30 @@ def test_it_refuses_tokens_when_none_is_configured_and_wrong_ones_even_with_a_se
     assert "HANDOFF_API_TOKEN" in unset.json()["error"]
     assert wrong.status_code == 401
     assert signed_in.get("/api/clusters").status_code == 200  # the session alone still works
+
+
+def test_it_serves_the_owners_needing_attention(signed_in, redis_client, tmp_path):
+    from handoff.live.sources.playback import replay
+    from tests.core.ownershapes import write_trace
+    from tests.live.helpers import fold_all
+
+    clusters.register_cluster(redis_client, clusters.ClusterConfig(name="own", kind="trace"))
+    replay(redis_client, "own", write_trace(tmp_path / "owners.jsonl", "own"))
+    fold_all(redis_client, "own")
+
+    body = signed_in.get("/api/clusters/own/owners").json()
+
+    assert body["cluster"] == "own"
+    assert body["stream_cursor"] != "0-0"
+    assert [(f["owner"]["kind"], f["cause"]) for f in body["failing"]] == [
+        ("StatefulSet", "pod-security"),
+        ("ReplicaSet", "quota"),
+    ]
+    assert body["failing"][0]["message"].startswith("create Pod db-0 in StatefulSet db failed")
+    assert [(x["owner"]["name"], x["count"]) for x in body["loops"]] == [("web", 5)]
+    assert signed_in.get("/api/clusters/nope/owners").status_code == 404
+
+
+def test_it_refuses_anonymous_callers_the_owners(client, settings, cluster):
+    settings.HANDOFF_DEMO = False
+    assert client.get("/api/clusters/prod/owners").status_code == 401

@@ -11,4 +11,5 @@ urlpatterns = [
     path("api/clusters", api.clusters, name="api-clusters"),
     path("api/clusters/<str:cluster>/summary", api.summary, name="api-summary"),
     path("api/clusters/<str:cluster>/pods", api.pods, name="api-pods"),
+    path("api/clusters/<str:cluster>/owners", api.owners, name="api-owners"),
 ]

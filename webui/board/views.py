@@ -49,6 +49,7 @@ def board(request: HttpRequest, cluster: str) -> HttpResponse:
         initial = {"pods": [], "next": None, "total": 0}
         summary = clusterdata.summary(c, config, durations=False)
     initial["pods"] = [board_row(pod) for pod in initial["pods"]]
+    initial["owners"] = queries.owners(c, cluster)
     counts = summary["summary"]["verdicts"]
     context = {
         "cluster": config,
@@ -66,7 +67,7 @@ def board(request: HttpRequest, cluster: str) -> HttpResponse:
         "summary": summary,
         "filters": {
             key: request.GET.get(key, "")
-            for key in ("verdict", "namespace", "node", "binding", "q")
+            for key in ("verdict", "namespace", "node", "binding", "q", "group")
         },
         "verdict_choices": [v.VERDICTS[name] for name in queries.ATTENTION]
         + [x for x in v.VERDICTS.values() if not x.attention],

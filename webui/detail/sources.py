@@ -151,6 +151,7 @@ class ReplaySource:
             "evaluated_at": head["evaluated_at"],
             "stuck_after": head["stuck_after"],
             "summary": {**head["summary"], "attention": attention},
+            "owners": head["owners"],
         }
 
     def pods(self, filters: PodFilters, offset: int, limit: int) -> dict[str, Any]:

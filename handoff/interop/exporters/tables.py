@@ -99,13 +99,52 @@ def render_table(report: dict[str, Any], colour: bool = False) -> str:
     widths = [len(c) for c in _COLUMNS]
     for row in rows:
         widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip()]
+    lines = _owner_lines(report.get("owners") or {}, now)
+    lines.append("  ".join(c.ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip())
     for view, row in zip(report["pods"], rows, strict=True):
         line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         lines.append(_paint(line, view["verdict"]) if colour else line)
     lines.append("")
     lines.append(_summary_line(report))
     return "\n".join(lines)
+
+
+def _owner_lines(owners: dict[str, Any], now: str | None) -> list[str]:
+    """Workloads as one line each, above the pods: controllers creating no pods (those not
+    resolved), then loops (core/owners.py)."""
+    lines = []
+    failing = [f for f in owners.get("failing") or () if not f["resolved"]]
+    if failing:
+        lines.append("WORKLOADS CREATING NO PODS")
+        for f in failing:
+            owner = f["owner"]
+            via = f" (Deployment {f['workload']['name']})" if f["workload"] else ""
+            stale = ", stale" if f["stale"] else ""
+            lines.append(
+                f"  {owner['kind']} {owner['namespace']}/{owner['name']}{via}: {f['reason']}"
+                f" {f['cause']}, {f['count']}x, last {_ago(f['last'], now)} ago{stale}:"
+                f" {_one_line(f['message'])}"
+            )
+    loops = owners.get("loops") or ()
+    if loops:
+        lines.append("LOOPS (an owner's pods ending the same way)")
+        for loop in loops:
+            pods = ", ".join(loop["pods"])
+            owner = loop["owner"]
+            lines.append(
+                f"  {owner['kind']} {owner['namespace']}/{owner['name']}:"
+                f" {_one_line(loop['summary'])}; last {_ago(loop['last'], now)} ago"
+                f"{'' if loop['active'] else ' (stopped)'} ({pods})"
+            )
+    if lines:
+        lines.append("")
+    return lines
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    """Cluster text on one terminal line: control characters and runs of space as one."""
+    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _row(view: dict[str, Any], now: str | None) -> list[str]:

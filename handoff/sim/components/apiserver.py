@@ -142,6 +142,8 @@ class APIServer:
         # updateForGracefulDeletionAndFinalizers does (FIDELITY_AUDIT X1, X2). Off: grace-0
         # deletes send DELETED alone (the simulator's default shape, kept for its traces).
         self.graceful_deletes = False
+        # ResourceQuota on the pod count: namespace -> (quota name, pods allowed).
+        self.pod_quotas: dict[str, tuple[str, int]] = {}
         loop.every(60.0, self._expire_events)
 
     # --- reads -----------------------------------------------------------------------------
@@ -284,6 +286,8 @@ class APIServer:
             ordered["generateName"] = meta.pop("generateName")
         if namespaced:
             ordered["namespace"] = meta.pop("namespace")
+        if resource == "pods" and self.pod_quotas:
+            self._admit_quota(ordered["namespace"], ordered["name"])
         ordered["uid"] = uid or meta.pop("uid", None) or new_uid(self.loop.rng)
         meta.pop("uid", None)
         self.rv += 1  # _next_rv(), inlined on the write path
@@ -306,6 +310,33 @@ class APIServer:
             self._event_expiry.append((now + self.event_ttl, key))
         self._emit(resource, "ADDED", new)
         return new
+
+    def set_pod_quota(self, namespace: str, name: str, pods: int) -> None:
+        """A ResourceQuota ``name`` with ``hard: {pods: N}`` in ``namespace``."""
+        self.pod_quotas[namespace] = (name, pods)
+
+    def _admit_quota(self, namespace: str, name: str) -> None:
+        """The ResourceQuota admission plugin (plugin/pkg/admission/resourcequota, every
+        version) for the pod count: pods not Succeeded/Failed count (the quota's pod
+        evaluator); one more than ``hard`` is refused with its message. It runs after the
+        name is generated (a validating plugin), so the message names the pod. Checked
+        before the resourceVersion is taken: a refused create writes nothing."""
+        quota = self.pod_quotas.get(namespace)
+        if quota is None:
+            return
+        used = sum(
+            1
+            for (ns, _), pod in self.stores["pods"].objects.items()
+            if ns == namespace and pod["status"].get("phase") not in TERMINAL
+        )
+        if used + 1 > quota[1]:
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'pods "{name}" is forbidden: exceeded quota: {quota[0]}, requested: pods=1,'
+                f" used: pods={used}, limited: pods={quota[1]}",
+                {"name": name, "kind": "pods"},
+            )
 
     def restore(self, resource: str, obj: Obj) -> Obj:
         """Store an object that was in etcd before any component started: no watch event.

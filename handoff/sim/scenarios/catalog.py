@@ -117,6 +117,33 @@ def handoff_failures(opts: Options) -> Cluster:
     return cluster
 
 
+# --- owners ---------------------------------------------------------------------------------
+
+
+def owners(opts: Options) -> Cluster:
+    """Workloads as one incident each: a Deployment in a namespace whose ResourceQuota is
+    used up (its ReplicaSet's FailedCreate, repeated at the work queue's back-off) and a
+    Deployment pinned to a node that does not exist (created, PodGC-deleted, created...)."""
+    cluster = Cluster(opts.cluster_config("sim-owners"))
+    control_plane(cluster)
+    cluster.add_node("worker-1", images=CONTROL_PLANE_IMAGES)
+    cluster.add_node("worker-2", images=CONTROL_PLANE_IMAGES)
+    at = cluster.at
+    for name in ("control-plane", "worker-1", "worker-2"):
+        at(0.5, kindnet, cluster, name)
+    at(1.0, coredns, cluster)
+    cluster.api.set_pod_quota("team", "team-pods", 2)
+    api = pod_spec([container("api", NGINX, cpu="100m", memory="64Mi")])
+    at(5.0, cluster.deployments.apply, "team", "api", _template("api", api), 4)
+    pinned = pod_spec([container("batch", NGINX, cpu="100m")], node_name="worker-9")
+    at(10.0, cluster.deployments.apply, "default", "pinned", _template("pinned", pinned), 1)
+    return cluster
+
+
+def _template(app: str, spec: Obj) -> Obj:
+    return {"metadata": {"labels": {"app": app}}, "spec": spec}
+
+
 SCENARIOS: dict[str, Scenario] = {}
 
 
@@ -151,6 +178,17 @@ register(
         None,
         "a healthy cluster with rollouts, jobs, scaling and a few percent of failures",
         attachable=True,
+    )
+)
+
+
+register(
+    Scenario(
+        "owners",
+        owners,
+        360.0,
+        "a Deployment starved by a ResourceQuota (FailedCreate) and one pinned to a missing "
+        "node (a PodGC loop): owner rows and loops",
     )
 )
 

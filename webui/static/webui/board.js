@@ -6,6 +6,9 @@
 //   data-ws       websocket path, empty for no live updates
 //   data-pod-base pod page prefix: <base><namespace>/<name>/
 //   data-initial  id of a JSON script holding the first page (else it is fetched)
+//   data-owners   owners endpoint (controllers creating no pods, loops); optional: a
+//                 summary with an "owners" key (a replay's) fills them too
+// "group by owner" (?group=owner) shows the loaded rows under the workload owning them.
 // Text from the cluster only ever goes into the page through textContent.
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -76,11 +79,16 @@ class Board {
     this.retries = 0;
     this.loading = 0;
     this.summaryTimer = null;
+    this.ownersUrl = root.dataset.owners || "";
+    this.grouped = new URLSearchParams(location.search).get("group") === "owner";
+    this.owners = { failing: [], loops: [] };
     this.filters = this.readFilters();
     this.bind();
     const initial = root.dataset.initial && document.getElementById(root.dataset.initial);
     if (initial) {
-      this.show(JSON.parse(initial.textContent), true);
+      const body = JSON.parse(initial.textContent);
+      this.show(body, true);
+      if (body.owners) this.showOwners(body.owners); // after show(): its clock says "ago"
     } else {
       this.load(true);
     }
@@ -188,6 +196,19 @@ class Board {
       });
     }
     if (this.more) this.more.addEventListener("click", () => this.load(false));
+    const group = this.form && this.form.elements.namedItem("group");
+    if (group) {
+      group.checked = this.grouped;
+      group.addEventListener("change", () => {
+        this.grouped = group.checked;
+        const params = new URLSearchParams(location.search);
+        if (this.grouped) params.set("group", "owner");
+        else params.delete("group");
+        const query = params.toString();
+        history.replaceState(null, "", query ? `?${query}` : location.pathname);
+        this.regroup();
+      });
+    }
     window.addEventListener("popstate", () => {
       this.filters = this.readFilters();
       this.syncForm();
@@ -240,6 +261,7 @@ class Board {
     this.next = body.next || null;
     if (body.summary) this.cards(body.summary.verdicts || {});
     this.footer(body.total);
+    this.regroup();
   }
 
   footer(total) {
@@ -304,10 +326,116 @@ class Board {
         const body = await response.json();
         this.cards(((body.summary || {}).verdicts) || {});
         if (body.streams) this.health(body.streams);
+        if (body.owners) this.showOwners(body.owners); // a replay's summary carries them
+        if (this.ownersUrl) {
+          const owners = await fetch(this.ownersUrl, { credentials: "same-origin" });
+          if (owners.ok) this.showOwners(await owners.json());
+        }
       } catch (error) {
         // The next update asks again.
       }
     }, delay);
+  }
+
+  // ------------------------------------------------------------- owners
+
+  // Controllers creating no pods (one row each, the controller's own message) and loops
+  // (one banner per owner whose pods keep ending the same way), above the pods.
+  showOwners(body) {
+    // Live answers hold only what needs attention; a replay's (triage's) hold all.
+    const failing = (body.failing || []).filter((f) => !f.resolved);
+    this.owners = { failing, loops: (body.loops || []).filter((loop) => loop.active !== false) };
+    const section = this.root.querySelector("[data-owner-list]");
+    if (!section) return;
+    const loops = section.querySelector("[data-loops]");
+    loops.replaceChildren(...this.owners.loops.map((loop) => this.loopItem(loop)));
+    const table = section.querySelector("[data-failing-owners]");
+    table.tBodies[0].replaceChildren(...this.owners.failing.map((f) => this.failureRow(f)));
+    table.hidden = !this.owners.failing.length;
+    section.hidden = !this.owners.failing.length && !this.owners.loops.length;
+    this.regroup();
+  }
+
+  ownerLabel(owner, workload) {
+    const label = `${owner.kind} ${owner.namespace}/${owner.name}`;
+    return workload ? `${label} (${workload.kind} ${workload.name})` : label;
+  }
+
+  loopItem(loop) {
+    const li = el("li", { class: "loop", "data-testid": "loop", "data-key": loop.key });
+    li.style.setProperty("--c", `var(--v-${loop.verdict})`);
+    li.append(
+      el("strong", {}, "Loop "),
+      el("span", { class: "owner-name" }, this.ownerLabel(loop.owner)),
+      el("span", {}, `: ${loop.summary}`),
+      el("span", { class: "muted", "data-last": loop.last }, this.ago(loop.last, " · last ")),
+      el("span", { class: "muted" }, ` · latest: ${loop.pods.join(", ")}`),
+    );
+    return li;
+  }
+
+  failureRow(f) {
+    const tr = el("tr", { "data-testid": "failing-owner", "data-key": f.key });
+    const why = el("td");
+    why.append(el("span", { class: "pill" }, f.cause), el("span", { class: "reason" }, f.reason));
+    const message = el("td", { class: "message", title: f.explanation }, f.message);
+    const last = el("td");
+    last.append(el("span", { "data-last": f.last }, this.ago(f.last)));
+    if (f.stale) last.append(el("span", { class: "tag", title: f.explanation }, "stale"));
+    tr.append(el("td", { class: "owner-name" }, this.ownerLabel(f.owner, f.workload)), why, message, el("td", {}, f.count), last);
+    return tr;
+  }
+
+  // ------------------------------------------------------------ grouping
+
+  groupOf(view) {
+    const owner = view.owner;
+    if (!owner) return { key: "", label: "no owner" };
+    const shown = owner.workload || owner;
+    return { key: `${shown.kind}/${view.namespace}/${shown.name}`, label: `${shown.kind} ${view.namespace}/${shown.name}` };
+  }
+
+  // Grouped, the loaded rows stand under a header per owner, owners in the order of their
+  // worst row; ungrouped, the headers go and the rows keep their triage order.
+  regroup() {
+    const headers = this.tbody.querySelectorAll("tr.group");
+    if (!this.grouped && !headers.length) return; // ungrouped rows are kept in order as they come
+    for (const header of headers) header.remove();
+    const focused = this.focusedUid();
+    if (!this.grouped) {
+      this.tbody.append(...[...this.rows.values()].map((entry) => entry.tr));
+      this.refocus(focused);
+      return;
+    }
+    const groups = new Map();
+    for (const entry of this.rows.values()) {
+      const { key, label } = this.groupOf(entry.view);
+      if (!groups.has(key)) groups.set(key, { label, entries: [] });
+      groups.get(key).entries.push(entry);
+    }
+    const loops = new Set(this.owners.loops.map((loop) => loop.key));
+    // A ReplicaSet's failure tags its Deployment's group, where its pods are.
+    const failing = new Set(this.owners.failing.flatMap((f) => (f.workload ? [f.key, `${f.workload.kind}/${f.owner.namespace}/${f.workload.name}`] : [f.key])));
+    const out = [];
+    for (const [key, group] of groups) {
+      const worst = group.entries[0].view.verdict;
+      const header = el("tr", { class: "group", "data-group": key, "data-testid": "group" });
+      header.style.setProperty("--c", `var(--v-${worst})`);
+      const cell = el("th", { colspan: "6", scope: "rowgroup" });
+      cell.append(el("span", { class: "owner-name" }, group.label), el("span", { class: "muted" }, ` · ${group.entries.length} shown · worst ${worst}`));
+      if (loops.has(key)) cell.append(el("span", { class: "tag" }, "loop"));
+      if (failing.has(key)) cell.append(el("span", { class: "tag" }, "creating no pods"));
+      header.append(cell);
+      out.push(header, ...group.entries.map((entry) => entry.tr));
+    }
+    this.tbody.append(...out);
+    this.refocus(focused);
+  }
+
+  // Moving a row out of the table and back blurs it: give the keyboard its row back.
+  refocus(uid) {
+    const entry = uid && this.rows.get(uid);
+    if (entry && document.activeElement !== entry.tr) entry.tr.focus({ preventScroll: true });
   }
 
   health(streams) {
@@ -361,6 +489,7 @@ class Board {
     for (const uid of removed || []) this.drop(uid);
     for (const view of pods || []) this.upsert(view);
     this.footer();
+    this.regroup();
   }
 
   upsert(view) {
@@ -433,6 +562,7 @@ class Board {
     entry.tr.remove();
     this.rows.delete(uid);
     this.footer();
+    this.regroup();
   }
 
   flash(tr) {
@@ -528,6 +658,13 @@ class Board {
 
   tick() {
     for (const tr of this.tbody.children) this.tickRow(tr);
+    for (const last of this.root.querySelectorAll("[data-owner-list] [data-last]")) {
+      last.textContent = this.ago(last.dataset.last, last.closest("[data-loops]") ? " · last " : "");
+    }
+  }
+
+  ago(at, prefix = "") {
+    return `${prefix}${span((this.now() - ms(at)) / 1000)} ago`;
   }
 
   tickRow(tr) {
@@ -617,7 +754,7 @@ class Board {
       if (q) q.focus();
     } else if (event.key === "j" || event.key === "k") {
       event.preventDefault();
-      const rows = [...this.tbody.children];
+      const rows = [...this.tbody.querySelectorAll("tr[data-uid]")];
       if (!rows.length) return;
       const at = rows.indexOf(document.activeElement);
       const next = event.key === "j" ? Math.min(rows.length - 1, at + 1) : Math.max(0, at < 0 ? 0 : at - 1);

@@ -116,7 +116,10 @@
     if (view.node_exists === false) node.title = "no Node object with this name exists";
     box.appendChild(node);
     box.appendChild(H.el("span", "binding: " + (view.binding || "–"), "binding"));
-    if (view.owner) box.appendChild(H.el("span", "owner: " + view.owner.kind + "/" + view.owner.name));
+    if (view.owner) {
+      var workload = view.owner.workload ? " (" + view.owner.workload.kind + "/" + view.owner.workload.name + ")" : "";
+      box.appendChild(H.el("span", "owner: " + view.owner.kind + "/" + view.owner.name + workload));
+    }
     if (view.uid) box.appendChild(H.el("span", "uid " + view.uid, "mono small muted"));
   }
 

@@ -31,6 +31,7 @@ class ReplicaSets:
         self.recorder = CoreRecorder(api, "replicaset-controller")
         self.sets: dict[str, Owner] = {}
         self._pending: set[str] = set()
+        self.failures: dict[str, int] = {}  # uid -> creations failed in a row (rate limit)
         api.subscribe("pods", self._on_pod, predicate=is_owned)
 
     def create(
@@ -109,7 +110,8 @@ class ReplicaSets:
         diff = rs.replicas - len(active)
         if diff > 0:
             for _ in range(min(diff, 500)):
-                self._create_pod(rs)
+                if not self._create_pod(rs):
+                    break  # slowStartBatch stops at the first error
         elif diff < 0:
             # Prefer unscheduled, then not ready, then newest, as ActivePodsWithRanks does.
             active.sort(key=_deletion_rank)
@@ -123,7 +125,7 @@ class ReplicaSets:
                     rs.as_obj(), "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}"
                 )
 
-    def _create_pod(self, rs: Owner) -> None:
+    def _create_pod(self, rs: Owner) -> bool:
         tmpl = rs.template
         meta = copy.deepcopy(tmpl.get("metadata") or {})
         pod = {
@@ -141,12 +143,26 @@ class ReplicaSets:
             pod["metadata"]["annotations"] = meta["annotations"]
         try:
             created = self.api.create("pods", pod)
-        except ApiError:
-            return
+        except ApiError as exc:
+            self._failed(rs, exc)
+            return False
+        self.failures.pop(rs.uid, None)  # the queue's Forget
         rs.pods[created["metadata"]["uid"]] = created
         self.recorder.event(
             rs.as_obj(), "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"
         )
+        return True
+
+    def _failed(self, rs: Owner, exc: ApiError) -> None:
+        """controller_utils.go RealPodControl: a Warning ``FailedCreate`` "Error creating:
+        <the API error>" (every version); the sync fails and the key goes back on the
+        work queue rate-limited (client-go DefaultControllerRateLimiter: 5 ms doubling per
+        failure, at most 1000 s), so the event repeats at that pace."""
+        self.recorder.event(rs.as_obj(), "Warning", "FailedCreate", f"Error creating: {exc}")
+        failures = self.failures.get(rs.uid, 0)
+        self.failures[rs.uid] = failures + 1
+        delay = min(0.005 * 2**failures, 1000.0)
+        self.loop.call_later(delay, self._sync_soon, rs.uid)
 
     def delete(self, rs: Owner) -> None:
         """The ReplicaSet goes, then garbage collection of its pods (background propagation)."""
