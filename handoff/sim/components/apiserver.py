@@ -142,6 +142,8 @@ class APIServer:
         # updateForGracefulDeletionAndFinalizers does (FIDELITY_AUDIT X1, X2). Off: grace-0
         # deletes send DELETED alone (the simulator's default shape, kept for its traces).
         self.graceful_deletes = False
+        # The old recorder's Events leave reportingComponent empty (ClusterConfig).
+        self.legacy_event_reporting = False
         loop.every(60.0, self._expire_events)
 
     # --- reads -----------------------------------------------------------------------------
