@@ -29,7 +29,7 @@ class Settings:
     scenario: Scenario
     duration: float
     version: str | None  # the simulator's shapes; None: the API server's release
-    tolerance: float = 20.0
+    tolerance: float = 30.0
     stuck_after: float = 60.0
     context: str | None = None
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+from django.core.management import CommandError, call_command
+
 from devtools.fidelity.compare import as_text, compare
 from devtools.fidelity.runs import Recorded
 from devtools.fidelity.situations import situations
@@ -129,3 +132,29 @@ def test_objects_made_before_the_run_are_not_its_situations(tmp_path: Path) -> N
         tmp_path, [(1, "ADDED", pod("d", "s"))], [(0, "ADDED", old), (1, "ADDED", pod("d", "r"))]
     )
     assert found == {"default/d": []}
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--kubeconfig", "{bad}"], "not a usable kubeconfig"),
+        (["--kubeconfig", "{none}"], "no such file"),
+        (["--scenario", "steady"], "runs until stopped"),
+        (["--context", "x"], "--context needs --kubeconfig"),
+        (["--k8s-version", "one"], "--k8s-version"),
+        ([], "HANDOFF_K8S_ASSETS"),
+    ],
+)
+def test_bad_input_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], said: str
+) -> None:
+    """Before anything runs (no control plane is started: no binaries are named)."""
+    monkeypatch.setenv("HANDOFF_K8S_ASSETS", "")
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", "")
+    bad = tmp_path / "bad.kubeconfig"
+    bad.write_text("clusters: [")
+    paths = {"bad": bad, "none": tmp_path / "none"}
+    with pytest.raises(CommandError) as raised:
+        call_command("fidelity", *[a.format(**paths) for a in args])
+    assert said in str(raised.value)
+    assert "\n" not in str(raised.value)

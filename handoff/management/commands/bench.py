@@ -137,7 +137,7 @@ def fidelity(run: Run) -> None:
     from handoff.sim import SCENARIOS
 
     scenario = SCENARIOS["fidelity"]
-    settings = measuring.Settings(scenario, scenario.duration or 80.0, None)
+    settings = measuring.Settings(scenario, scenario.duration or 95.0, None)
     try:
         with measuring.real_control_plane(run.say) as kubeconfig:
             run.say(f"fidelity: {scenario.name} attached ({settings.duration:.0f} s)...")

@@ -47,8 +47,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--tolerance",
             type=float,
-            default=20.0,
-            help="seconds two runs' deletion times may differ by (PodGC ticks every 20 s)",
+            default=30.0,
+            help="seconds two runs' deletion times may differ by (default 30: PodGC acts "
+            "40-80 s after a node goes, on a 20 s tick whose phase the runs do not share)",
         )
         parser.add_argument(
             "--stuck-after", type=float, default=60.0, help="as triage's (default 60)"

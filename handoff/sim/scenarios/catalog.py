@@ -150,7 +150,7 @@ register(
         "fidelity",
         fidelity,
         DURATION_S,
-        "75 s of the seed situations, for manage.py fidelity: scheduled, pinned, "
+        "95 s of the seed situations, for manage.py fidelity: scheduled, pinned, "
         "FailedScheduling, rejections, a graceful delete, a Deployment, PodGC of a typo, "
         "a node lost under a pod (NoExecute eviction), a node deleted under one (PodGC)",
         attachable=True,
