@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 import urllib3
+import yaml
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -46,8 +47,9 @@ class KubeRemote:
     def __init__(self, kubeconfig: str, context: str | None = None, timeout: float = 15.0):
         try:
             self.client = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)
-        except (ConfigException, OSError, ValueError, TypeError) as exc:
-            raise AttachError(f"{kubeconfig}: not a usable kubeconfig: {exc}") from exc
+        except (ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as exc:
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise AttachError(f"{kubeconfig}: not a usable kubeconfig: {why}") from exc
         self.server = self.client.configuration.host
         self.timeout = timeout
         self._changes: queue.SimpleQueue[Change] = queue.SimpleQueue()

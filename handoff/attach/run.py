@@ -72,8 +72,8 @@ def attach(
     kubelets; ``AttachError`` (one line) when the scenario or the server cannot be used."""
     if not scenario.attachable:
         raise AttachError(
-            f"scenario {scenario.name!r} cannot run attached: it stages its situations "
-            "inside the simulator's own control plane (attachable: manual-scheduling, steady)"
+            f"scenario {scenario.name!r} cannot run attached: it stages its situations inside "
+            "the simulator's own control plane (attachable: manual-scheduling, steady, fidelity)"
         )
     remote = KubeRemote(kubeconfig, context)
     options.start = float(int(time.time()))

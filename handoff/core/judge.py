@@ -159,7 +159,12 @@ class Judging:
             return v.EVICTED, "TaintManagerEviction"
         if x.evicted_event is not None and (m[ADMITTED] is not None or m[RUNNING] is not None):
             return v.EVICTED, "Evicted"
-        if m[DELETED] is not None and pod.node and exists is False and m[ACK] is None:
+        if (
+            m[DELETED] is not None
+            and pod.node
+            and exists is False
+            and (m[ACK] is None or _forced_after_its_node(pod))
+        ):
             return v.PODGC_DELETED, "orphaned"
         return None
 
@@ -217,6 +222,14 @@ class Judging:
         if flags & FIRST_SEEN_FRESH == FIRST_SEEN_FRESH:
             return "scheduler" if flags & FIRST_SCHEDULED_COND else "manual"
         return "unknown"
+
+
+def _forced_after_its_node(pod: PodState) -> bool:
+    """A pod the kubelet had, deleted once its node was gone and before the kubelet ended
+    it: only PodGC deletes those (gcOrphaned, pkg/controller/podgc/gc_controller.go; a
+    graceful delete asked for earlier is finished by it too, no kubelet being left). Before
+    1.26 it writes no status and no event; from 1.26 DisruptionTarget says so directly."""
+    return pod.milestones[FINISHED] is None
 
 
 def _deleted_before_it_finished(pod: PodState) -> bool:

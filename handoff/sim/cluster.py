@@ -36,6 +36,17 @@ class ClusterConfig:
     history: int = 20000
     kubelet_version: str = "v1.33.1"  # what the nodes report in status.nodeInfo
     graceful_deletes: bool = False  # APIServer.graceful_deletes: MODIFIED before DELETED
+    # The old event recorder's core/v1 Events without reportingComponent/Instance (as seen
+    # on v1.20.2; the simulator's default fills them in, as newer client-go does).
+    legacy_event_reporting: bool = False
+    # The taint manager's DisruptionTarget DeletionByTaintManager (1.26+).
+    taint_disruption_condition: bool = True
+    # node-controller's RegisteredNode and RemovingNode events (off by default: 5,000
+    # nodes' worth would swamp `scale`'s start).
+    node_controller_events: bool = False
+    # The unreachable NoExecute taint one monitor pass (5 s) after the NoSchedule one, as
+    # v1.20.2 writes them; by default both in one update.
+    noexecute_next_pass: bool = False
     # Attached to a real API server (``simulate --attach``): the kubelets write to it, and
     # its control plane schedules, binds, collects and evicts; none of ours runs.
     remote: Remote | None = None
@@ -55,6 +66,7 @@ class Cluster:
             return
         self.api = APIServer(self.loop, history=c.history)
         self.api.graceful_deletes = c.graceful_deletes
+        self.api.legacy_event_reporting = c.legacy_event_reporting
         self.scheduler = Scheduler(self.api, c.scheduler)
         self.podgc = PodGC(
             self.api,
@@ -63,8 +75,15 @@ class Cluster:
             c.podgc_condition,
             c.terminated_pod_threshold,
         )
-        self.node_lifecycle = NodeLifecycle(self.api, grace=c.node_monitor_grace)
-        self.taint_eviction = TaintEviction(self.api, c.taint_eviction_component)
+        self.node_lifecycle = NodeLifecycle(
+            self.api,
+            grace=c.node_monitor_grace,
+            node_events=c.node_controller_events,
+            noexecute_next_pass=c.noexecute_next_pass,
+        )
+        self.taint_eviction = TaintEviction(
+            self.api, c.taint_eviction_component, c.taint_disruption_condition
+        )
         self.replicasets = ReplicaSets(self.api)
         self.deployments = Deployments(self.api, self.replicasets)
         self.jobs: Jobs | RemoteJobs = Jobs(self.api)
@@ -73,6 +92,7 @@ class Cluster:
         """Kubelets only, on a mirror of the real API server; workloads go to its
         controllers."""
         self.api = MirrorAPI(self.loop, remote, history=self.config.history)
+        self.api.legacy_event_reporting = self.config.legacy_event_reporting
         self.deployments = RemoteDeployments(self.api)  # type: ignore[assignment]
         self.jobs = RemoteJobs(self.api)
 

@@ -31,6 +31,12 @@ def configure(config: ClusterConfig, minor: str) -> ClusterConfig:
         config.scheduler,
         # "had untolerated taint {k: v}" before 1.32 (pkg/scheduler/.../tainttoleration).
         legacy_taint_message=version < (1, 32),
+        # v1.20's FailedScheduling texts and no preemption sentence (seen on v1.20.2;
+        # releases between 1.21 and 1.31 get the later texts, not checked release by release).
+        v1_20_texts=version <= (1, 20),
+        # Unschedulable pods retried after 60 s at v1.20 (unschedulableQTimeInterval, seen
+        # on v1.20.2: a retry that finds a node gone), 5 minutes in newer releases.
+        unschedulable_flush=60.0 if version <= (1, 20) else config.scheduler.unschedulable_flush,
     )
     return replace(
         config,
@@ -47,4 +53,15 @@ def configure(config: ClusterConfig, minor: str) -> ClusterConfig:
         scheduler=scheduler,
         # Every release's API server: MODIFIED with deletionTimestamp before DELETED.
         graceful_deletes=True,
+        # The taint manager's DisruptionTarget came with PodDisruptionConditions (1.26).
+        taint_disruption_condition=version >= (1, 26),
+        # client-go's old recorder left reportingComponent/Instance empty: seen on v1.20.2
+        # (manage.py fidelity); which later release fills them in is not pinned down here.
+        legacy_event_reporting=version <= (1, 20),
+        # node_lifecycle_controller.go recordNodeEvent: RegisteredNode/RemovingNode (every
+        # release; seen on v1.20.2).
+        node_controller_events=True,
+        # NoSchedule, then NoExecute on the next 5 s pass: seen on v1.20.2 (assumed for
+        # later releases, not checked).
+        noexecute_next_pass=True,
     )

@@ -342,6 +342,48 @@ def test_a_running_pod_of_a_deleted_node_gets_no_nodename_typo_advice():
     assert "was deleted while the pod was on it" in view["explanation"]
 
 
+def test_a_running_pod_of_a_deleted_node_is_podgc_deleted_before_1_26():
+    """v1.20 gcOrphaned: no status change, no event; a grace-0 delete (MODIFIED with
+    deletionTimestamp = now, then DELETED), as recorded on a real v1.20.2 control plane."""
+    script = Script().add(0, "ADDED", node("worker-2", -1e5))
+    _running_on(script, "web-1", "u-web-1", 10, "worker-2")
+    script.add(100, "DELETED", node("worker-2", -1e5))
+    running = running_status(11)
+    script.add(150.3, "MODIFIED", pod("web-1", "u-web-1", 10, "worker-2", running, deletion=150))
+    script.add(150.4, "DELETED", pod("web-1", "u-web-1", 10, "worker-2", running, deletion=150))
+
+    view = script.view("web-1", at=200)
+
+    assert (view["verdict"], view["reason"]) == ("podgc-deleted", "orphaned")
+    assert "was deleted while the pod was on it" in view["explanation"]
+
+
+def test_a_graceful_delete_left_by_a_deleted_node_is_finished_by_podgc():
+    """Deleted with the default grace, its node deleted before the kubelet finished: the
+    real v1.20.2 PodGC moves deletionTimestamp back to the request and deletes at grace 0."""
+    script = Script().add(0, "ADDED", node("worker-2", -1e5))
+    _running_on(script, "web-1", "u-web-1", 10, "worker-2")
+    running = running_status(11)
+    script.add(90, "MODIFIED", pod("web-1", "u-web-1", 10, "worker-2", running, deletion=120))
+    script.add(100, "DELETED", node("worker-2", -1e5))
+    script.add(160, "MODIFIED", pod("web-1", "u-web-1", 10, "worker-2", running, deletion=90))
+    script.add(160.1, "DELETED", pod("web-1", "u-web-1", 10, "worker-2", running, deletion=90))
+
+    assert script.view("web-1", at=200)["verdict"] == "podgc-deleted"
+
+
+def test_a_pod_its_kubelet_finished_before_the_node_went_is_not_podgcs():
+    script = Script().add(0, "ADDED", node("worker-2", -1e5))
+    _running_on(script, "web-1", "u-web-1", 10, "worker-2")
+    done = {**running_status(11), "phase": "Succeeded"}
+    script.add(50, "MODIFIED", pod("web-1", "u-web-1", 10, "worker-2", done))
+    script.add(100, "DELETED", node("worker-2", -1e5))
+    script.add(150.3, "MODIFIED", pod("web-1", "u-web-1", 10, "worker-2", done, deletion=150))
+    script.add(150.4, "DELETED", pod("web-1", "u-web-1", 10, "worker-2", done, deletion=150))
+
+    assert script.view("web-1", at=200)["verdict"] != "podgc-deleted"
+
+
 def test_a_pod_bound_to_a_node_that_never_existed_keeps_the_nodename_advice():
     script = Script().add(0, "ADDED", node("worker-1", -1e5))
     script.add(10, "ADDED", pod("ghost", "u-ghost", 10, "worker-9", owner=None))

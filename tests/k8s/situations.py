@@ -3,9 +3,8 @@
 the node lifecycle controller 40 s plus the pod's tolerationSeconds.
 
 Each is what a user does with ``kubectl`` as admin; the control plane does the rest. The
-two seed situations that need a kubelet (its admission rejection, a node deleted under
-running pods) come with ``simulate --attach``; a ``Situation`` for them stages the same
-way once kubelets can be attached.
+seed situations that need a kubelet (its admission rejection, a node deleted under running
+pods, ...) are staged with ``simulate --attach``'s kubelets in test_kubelet_situations.py.
 """
 
 from __future__ import annotations

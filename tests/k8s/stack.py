@@ -199,3 +199,38 @@ def offline_triage(stack: Stack, cluster: str, out: Path, at: str) -> list[dict[
         stdout=report,
     )
     return orjson.loads(report.getvalue())["pods"]
+
+
+ANSWER = ("verdict", "binding", "node", "reason")
+
+
+def answer(view: dict[str, Any]) -> tuple:
+    """What a situation's test asserts of a pod view: (verdict, binding, node, reason)."""
+    return tuple(view[k] for k in ANSWER)
+
+
+def answers(views: list[dict[str, Any]]) -> dict[tuple[str, str], tuple]:
+    return {(v["name"], v["uid"]): answer(v) for v in views}
+
+
+def api_pods(stack: Stack, cluster: str, namespace: str) -> tuple[str, list[dict[str, Any]]]:
+    """(evaluated_at, pod views) of a namespace, from ``/api``."""
+    status, body = stack.get(f"/api/clusters/{cluster}/pods?namespace={namespace}")
+    assert status == 200, body
+    return body["evaluated_at"], body["pods"]
+
+
+def assert_offline_agrees(stack: Stack, cluster: str, namespace: str, tmp: Path) -> None:
+    """``record`` the stream and triage it at the live clock: the same answers for the
+    namespace. The live views of time-based verdicts are re-judged every 5 s (the fold's
+    sweep), so a disagreement gets two more chances, on fresh live reads, before it fails."""
+    for attempt in range(3):
+        at, views = api_pods(stack, cluster, namespace)
+        out = tmp / f"{namespace}-{attempt}.jsonl"
+        offline = [
+            p for p in offline_triage(stack, cluster, out, at) if p["namespace"] == namespace
+        ]
+        if answers(offline) == answers(views):
+            return
+        time.sleep(2)
+    assert answers(offline) == answers(views)

@@ -30,11 +30,11 @@ from handoff.core.trace import parse_time
 from tests.k8s import situations as s
 from tests.k8s.conftest import READER
 from tests.k8s.nodes import NodeAgent
-from tests.k8s.stack import SETTINGS, Stack, offline_triage, wait_for
+from tests.k8s.stack import SETTINGS, Stack, answer, api_pods, wait_for
+from tests.k8s.stack import assert_offline_agrees as offline_agrees
 
 CLUSTER = "real"
 STUCK_AFTER = float(SETTINGS["HANDOFF_STUCK_AFTER"])
-ANSWER = ("verdict", "binding", "node", "reason")
 
 
 @dataclass
@@ -68,10 +68,7 @@ def run(
 
 def live(run: Run, key: str) -> tuple[str, list[dict[str, Any]]]:
     """(evaluated_at, pod views) of the situation's namespace, from /api."""
-    namespace = s.SITUATIONS[key].namespace
-    status, body = run.stack.get(f"/api/clusters/{CLUSTER}/pods?namespace={namespace}")
-    assert status == 200, body
-    return body["evaluated_at"], body["pods"]
+    return api_pods(run.stack, CLUSTER, s.SITUATIONS[key].namespace)
 
 
 def settle(
@@ -83,35 +80,14 @@ def settle(
     )
 
 
-def answers(views: list[dict[str, Any]]) -> dict[tuple[str, str], tuple]:
-    return {(v["name"], v["uid"]): tuple(v[k] for k in ANSWER) for v in views}
-
-
 def assert_offline_agrees(run: Run, key: str) -> None:
-    """``record`` the stream and triage it at the live clock: the same answers. The live
-    views of time-based verdicts are re-judged every 5 s (the fold's sweep), so a
-    disagreement gets two more chances, on fresh live reads, before it fails."""
-    namespace = s.SITUATIONS[key].namespace
-    for attempt in range(3):
-        at, views = live(run, key)
-        out = run.tmp / f"{key}-{attempt}.jsonl"
-        offline = [
-            p for p in offline_triage(run.stack, CLUSTER, out, at) if p["namespace"] == namespace
-        ]
-        if answers(offline) == answers(views):
-            return
-        time.sleep(2)
-    assert answers(offline) == answers(views)
+    offline_agrees(run.stack, CLUSTER, s.SITUATIONS[key].namespace, run.tmp)
 
 
 def one(views: list[dict[str, Any]], name: str) -> dict[str, Any]:
     found = [v for v in views if v["name"] == name]
     assert len(found) == 1, views
     return found[0]
-
-
-def answer(view: dict[str, Any]) -> tuple:
-    return tuple(view[k] for k in ANSWER)
 
 
 def test_a_nodename_typo_is_deleted_by_podgc_without_an_event(run: Run) -> None:

@@ -141,6 +141,35 @@ def capacity(run: Run) -> None:
     benchcapacity.run_capacity_benchmarks(run.results, run.services, count=count, seconds=seconds)
 
 
+def fidelity(run: Run) -> None:
+    """The ``fidelity`` scenario on the simulator and on a real control plane started from
+    HANDOFF_K8S_ASSETS (manage.py fidelity): how many situations come out identical."""
+    from devtools import fidelity as measuring
+    from devtools import kubeassets
+    from handoff.sim import SCENARIOS
+
+    scenario = SCENARIOS["fidelity"]
+    settings = measuring.Settings(scenario, scenario.duration or 95.0, None)
+    try:
+        with measuring.real_control_plane(run.say) as kubeconfig:
+            run.say(f"fidelity: {scenario.name} attached ({settings.duration:.0f} s)...")
+            result = measuring.measure(settings, kubeconfig, run.workdir)
+    except kubeassets.AssetsMissing as exc:
+        run.say(f"fidelity: skipped, no control plane: {exc}")
+        return
+    total = len(result.compared)
+    run.results.add(
+        bench.Figure(
+            "fidelity: situations identical on the simulator and a real control plane",
+            result.identical,
+            f"of {total}",
+            note=f"{result.header['scenario']}, simulator as {result.header['simulator_version']}"
+            f" vs {result.header['server_version']}; differences in docs/simulator.md",
+        )
+    )
+    run.results.sections["fidelity"] = result.json()
+
+
 # In order: ``web`` reads what ``ingest`` stored, ``latency`` starts from an empty Redis,
 # ``pages`` builds its own store.
 SECTIONS: dict[str, Callable[[Run], None]] = {
@@ -151,6 +180,7 @@ SECTIONS: dict[str, Callable[[Run], None]] = {
     "latency": latency,
     "pages": pages,
     "capacity": capacity,
+    "fidelity": fidelity,
 }
 NEEDS_TRACE = {"fold", "ingest", "web"}
 

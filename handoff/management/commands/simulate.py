@@ -90,7 +90,7 @@ class Command(BaseCommand):
             metavar="KUBECONFIG",
             help="run the scenario's nodes and kubelets against the real API server of this "
             "kubeconfig; its own control plane schedules, binds, collects and evicts "
-            "(manual-scheduling and steady; see docs/simulator.md)",
+            "(manual-scheduling, steady, fidelity; see docs/simulator.md)",
         )
         parser.add_argument("--context", help="with --attach: the kubeconfig context to use")
         parser.add_argument(

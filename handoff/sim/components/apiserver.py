@@ -144,6 +144,8 @@ class APIServer:
         self.graceful_deletes = False
         # ResourceQuota on the pod count: namespace -> (quota name, pods allowed).
         self.pod_quotas: dict[str, tuple[str, int]] = {}
+        # The old recorder's Events leave reportingComponent empty (ClusterConfig).
+        self.legacy_event_reporting = False
         loop.every(60.0, self._expire_events)
 
     # --- reads -----------------------------------------------------------------------------

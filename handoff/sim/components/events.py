@@ -143,8 +143,8 @@ class CoreRecorder:
             "count": 1,
             "type": type_,
             "eventTime": None,
-            "reportingComponent": self.component,
-            "reportingInstance": self.host or "",
+            "reportingComponent": "" if api.legacy_event_reporting else self.component,
+            "reportingInstance": "" if api.legacy_event_reporting else self.host or "",
         }
         api.create("events", event)
         self._names[key] = (namespace, name)
@@ -162,8 +162,12 @@ class SeriesRecorder:
         controller: str,
         instance: str,
         delay: tuple[float, float] = (0.001, 0.008),
+        legacy_series: bool = False,
     ) -> None:
         self.api = api
+        # As seen on v1.20.2 (client-go tools/events): a different note is a new Event, and
+        # the first repeat's series says count 1 (the simulator's default: 2, one Event).
+        self.legacy_series = legacy_series
         self.controller = controller
         self.instance = instance
         self.delay = delay
@@ -180,7 +184,7 @@ class SeriesRecorder:
     def _write(self, ref: Obj, type_: str, reason: str, action: str, note: str) -> None:
         api = self.api
         now = api.loop.now
-        key = (action, reason, ref["uid"], ref["name"])
+        key = (action, reason, ref["uid"], ref["name"], note if self.legacy_series else None)
         entry = self._cache.get(key)
         if entry is not None and api.find("events", entry[0], entry[1]) is not None:
             entry[2] += 1
@@ -216,7 +220,8 @@ class SeriesRecorder:
         if current is None:
             return
         new = dict(current)
-        new["series"] = {"count": entry[2], "lastObservedTime": micro(entry[3])}
+        count = entry[2] - 1 if self.legacy_series else entry[2]
+        new["series"] = {"count": count, "lastObservedTime": micro(entry[3])}
         self.api.update("events", new)
         entry[4] = False
 

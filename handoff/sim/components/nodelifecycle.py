@@ -35,11 +35,15 @@ class NodeLifecycle:
         monitor_period: float = 5.0,
         grace: float = 40.0,
         taint_delay: tuple[float, float] = (0.05, 0.5),
+        node_events: bool = False,
+        noexecute_next_pass: bool = False,
     ) -> None:
         self.api = api
         self.loop = api.loop
         self.grace = grace
         self.taint_delay = taint_delay
+        self.node_events = node_events
+        self.noexecute_next_pass = noexecute_next_pass
         self.recorder = CoreRecorder(api, "node-controller")
         self.seen: dict[str, tuple[str | None, float | None, float]] = {}
         self.quiet: dict[str, tuple[Obj | None, float | None, float]] = {}
@@ -64,6 +68,8 @@ class NodeLifecycle:
             heartbeat = ready.get("lastHeartbeatTime") if ready else None
             lease = self.api.leases.get(name)
             prev = self.seen.get(name)
+            if prev is None and self.node_events:
+                self._node_event(name, "RegisteredNode", "Registered Node {} in Controller")
             if prev is None or prev[0] != heartbeat or prev[1] != lease:
                 probe = now if prev is not None else _created(node, now)
                 self.seen[name] = (heartbeat, lease, probe)
@@ -85,6 +91,14 @@ class NodeLifecycle:
             for name in [n for n in self.seen if ("", n) not in self.api.nodes()]:
                 del self.seen[name]
                 self.quiet.pop(name, None)
+                if self.node_events:
+                    self._node_event(name, "RemovingNode", "Removing Node {} from Controller")
+
+    def _node_event(self, name: str, reason: str, what: str) -> None:
+        """node_lifecycle_controller.go recordNodeEvent (every release): Normal, on the
+        Node, "Node X event: " + what happened."""
+        ref = {"kind": "Node", "name": name, "uid": name, "apiVersion": "v1"}
+        self.recorder.event_ref(ref, "Normal", reason, f"Node {name} event: {what.format(name)}")
 
     def _mark_unknown(self, node: Obj) -> None:
         now = self.loop.now
@@ -109,8 +123,13 @@ class NodeLifecycle:
         name = node["metadata"]["name"]
         if was_ready:
             self._record_not_ready(name)
+        # v1.20.2: NoSchedule now, NoExecute on the next monitor pass (noexecute_next_pass).
         self.loop.call_later(
-            self.loop.uniform(self.taint_delay), self._reconcile_taints_by_name, name, "Unknown"
+            self.loop.uniform(self.taint_delay),
+            self._reconcile_taints_by_name,
+            name,
+            "Unknown",
+            not self.noexecute_next_pass,
         )
 
     def _record_not_ready(self, name: str) -> None:
@@ -155,12 +174,12 @@ class NodeLifecycle:
                     continue
                 self.recorder.event(pod, "Warning", "NodeNotReady", "Node is not ready")
 
-    def _reconcile_taints_by_name(self, name: str, status: str) -> None:
+    def _reconcile_taints_by_name(self, name: str, status: str, no_execute: bool = True) -> None:
         node = self.api.find("nodes", "", name)
         if node is not None:
-            self._reconcile_taints(node, status)
+            self._reconcile_taints(node, status, no_execute)
 
-    def _reconcile_taints(self, node: Obj, status: str) -> None:
+    def _reconcile_taints(self, node: Obj, status: str, no_execute: bool = True) -> None:
         """Unknown -> unreachable, False -> not-ready, True -> neither (NoSchedule + NoExecute)."""
         want_key = {"Unknown": UNREACHABLE_TAINT, "False": NOT_READY_TAINT}.get(status)
         taints = list(node["spec"].get("taints") or ())
@@ -171,7 +190,7 @@ class NodeLifecycle:
         if want_key:
             if (want_key, "NoSchedule") not in have:
                 kept.append({"key": want_key, "effect": "NoSchedule"})
-            if (want_key, "NoExecute") not in have:
+            if no_execute and (want_key, "NoExecute") not in have:
                 kept.append({"key": want_key, "effect": "NoExecute", "timeAdded": stamp(now)})
         if kept == taints:
             return
@@ -187,8 +206,14 @@ class TaintEviction:
     """taint-eviction-controller: evicts pods from nodes with NoExecute taints they do not
     tolerate, after the smallest tolerationSeconds of the tolerations that matched."""
 
-    def __init__(self, api: APIServer, component: str = "taint-eviction-controller") -> None:
+    def __init__(
+        self,
+        api: APIServer,
+        component: str = "taint-eviction-controller",
+        disruption_condition: bool = True,
+    ) -> None:
         self.api = api
+        self.disruption_condition = disruption_condition
         self.loop = api.loop
         self.recorder = CoreRecorder(api, component)
         self.scheduled: dict[str, tuple[float, float, str]] = {}  # uid -> (start, due, node)
@@ -295,7 +320,7 @@ class TaintEviction:
         self._event(pod, f"Marking for deletion Pod {namespace}/{name}")
         new = edit(pod, "status")
         try:
-            if set_condition(
+            if self.disruption_condition and set_condition(
                 new["status"],
                 "DisruptionTarget",
                 "True",

@@ -45,6 +45,10 @@ class SchedulerTimings:
     percentage_of_nodes_to_score: int = 0  # 0: adaptive, as the default config
     # Schedulers before v1.32 named the taint: "had untolerated taint {key: value}".
     legacy_taint_message: bool = False
+    # v1.20's texts (seen on v1.20.2): "had taint {key: value}, that the pod didn't
+    # tolerate", "didn't match Pod's node affinity", and no preemption sentence; and its
+    # event series (SeriesRecorder.legacy_series).
+    v1_20_texts: bool = False
 
 
 class NodeInfo:
@@ -113,7 +117,9 @@ class Scheduler:
         self.loop: Loop = api.loop
         self.t = timings or SchedulerTimings()
         self.name = name
-        self.recorder = SeriesRecorder(api, name, f"{name}-{host}")
+        self.recorder = SeriesRecorder(
+            api, name, f"{name}-{host}", legacy_series=self.t.v1_20_texts
+        )
         self.nodes: dict[str, NodeInfo] = {}
         self.unknown_nodes: dict[str, list[int]] = {}
         self.order: list[str] = []
@@ -396,7 +402,7 @@ class Scheduler:
                 break
         self.next_start = (start + processed) % n if n else 0
         if not best:
-            self._fail(key, pod, fit_error(n, reasons))
+            self._fail(key, pod, fit_error(n, reasons, preemption=not self.t.v1_20_texts))
             return
         # selectHost: a uniformly random one of the best-scored nodes.
         chosen = best[0] if len(best) == 1 else best[self.loop.rng.randrange(len(best))]
@@ -416,11 +422,15 @@ class Scheduler:
         if info.taints:
             taint = untolerated(info.taints, tolerations, ("NoSchedule", "NoExecute"))
             if taint is not None:
+                key, value = taint["key"], taint.get("value", "")
+                if self.t.v1_20_texts:
+                    return (f"node(s) had taint {{{key}: {value}}}, that the pod didn't tolerate",)
                 if self.t.legacy_taint_message:
-                    key, value = taint["key"], taint.get("value", "")
                     return (f"node(s) had untolerated taint {{{key}: {value}}}",)
                 return ("node(s) had untolerated taint(s)",)
         if (spec.get("nodeSelector") or spec.get("affinity")) and not matches_node(spec, info.obj):
+            if self.t.v1_20_texts:
+                return ("node(s) didn't match Pod's node affinity",)
             return ("node(s) didn't match Pod's node affinity/selector",)
         if wanted_ports:
             used = self.ports.get(info.name)
@@ -496,8 +506,9 @@ def _least_allocated(info: NodeInfo, cpu: int, mem: int) -> int:
     return (cpu_score + mem_score) // 2
 
 
-def fit_error(n: int, reasons: dict[str, int]) -> str:
-    """framework.FitError.Error() plus the default preemption plugin's PostFilter message.
+def fit_error(n: int, reasons: dict[str, int], preemption: bool = True) -> str:
+    """framework.FitError.Error() plus the default preemption plugin's PostFilter message
+    (none at v1.20, seen on v1.20.2: ``preemption=False``).
 
     Every simulated pod has the same priority, so preemption never finds anything to evict;
     real clusters then report every node as "Preemption is not helpful for scheduling".
@@ -506,4 +517,6 @@ def fit_error(n: int, reasons: dict[str, int]) -> str:
         return "no nodes available to schedule pods"
     histogram = sorted(f"{count} {reason}" for reason, count in reasons.items())
     message = f"0/{n} nodes are available: " + ", ".join(histogram) + "."
+    if not preemption:
+        return message
     return f"{message} preemption: 0/{n} nodes are available: {n} {NOT_HELPFUL}."

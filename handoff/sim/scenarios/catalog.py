@@ -8,6 +8,7 @@ from handoff.sim.cluster import Cluster, ClusterConfig
 from handoff.sim.objects import Obj
 from handoff.sim.scenarios.base import Options, Scenario
 from handoff.sim.scenarios.demo import LEAD, demo
+from handoff.sim.scenarios.fidelity import DURATION_S, fidelity
 from handoff.sim.scenarios.manifests import (
     CONTROL_PLANE_IMAGES,
     NGINX,
@@ -167,6 +168,19 @@ register(
         handoff_failures,
         540.0,
         "seed 000's failure modes: node death after binding, hung kubelet, admission race, orphan",
+    )
+)
+
+
+register(
+    Scenario(
+        "fidelity",
+        fidelity,
+        DURATION_S,
+        "95 s of the seed situations, for manage.py fidelity: scheduled, pinned, "
+        "FailedScheduling, rejections, a graceful delete, a Deployment, PodGC of a typo, "
+        "a node lost under a pod (NoExecute eviction), a node deleted under one (PodGC)",
+        attachable=True,
     )
 )
 
