@@ -70,6 +70,15 @@ def pod_durations(pod: Any) -> dict[str, float | None]:
     return durations(pod.milestones, pod.coarse, first_seen(pod))
 
 
+def pod_duration(pod: Any, name: str) -> float | None:
+    """One of ``pod_durations``, alone (the terminal table shows one)."""
+    start, end = _ENDS[name]
+    return measure(pod.milestones, start, end, pod.coarse, first_seen(pod))
+
+
+_ENDS = {name: (start, end) for name, start, end in _PAIRS}
+
+
 def not_observed(
     milestones: Sequence[float | None] | Mapping[str, Any], values: Mapping[str, float | None]
 ) -> list[str]:

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from handoff.core import verdicts as v
-from handoff.core.durations import pod_durations
+from handoff.core.durations import pod_duration, pod_durations
 from handoff.core.explain import Context, explain
 from handoff.core.facts import parse_admission_message
 from handoff.core.judge import Judgement
@@ -99,6 +99,28 @@ def pod_view(
         "podgc": {"earliest": iso(window[0]), "latest": iso(window[1])} if window else None,
         "events": [_event_view(record) for record in _sorted_events(pod)],
         "changes": [{"at": iso(t), "what": text} for t, text in describe_changes(pod)],
+    }
+
+
+def row_view(
+    timeline: Timeline, pod: PodState, judgement: Judgement
+) -> dict[str, Any]:
+    """The part of ``pod_view`` a one-line-per-pod table shows (the terminal's): the same
+    values, without the explanation, stage bars, events and changes that cost most of a
+    view and that a table of 100,000s of pods never prints."""
+    known = [t for t in pod.milestones if t is not None]
+    return {
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": None if pod.uid.startswith("name:") else pod.uid,
+        "node": pod.node or None,
+        "node_exists": judgement.node_exists,
+        "binding": timeline.binding(pod),
+        "owner": {"kind": pod.owner[0], "name": pod.owner[1]} if pod.owner else None,
+        "verdict": judgement.verdict,
+        "reason": judgement.reason,
+        "since": iso(max(known)) if known else None,
+        "durations": {"create_to_running": pod_duration(pod, "create_to_running")},
     }
 
 

@@ -94,7 +94,8 @@ _COLUMNS = ("VERDICT", "REASON", "POD", "NODE", "BINDING", "IN STAGE", "CREATEâ†
 
 def render_table(report: dict[str, Any], colour: bool = False) -> str:
     """A line per pod, worst first; coloured by verdict when ``colour``."""
-    now = report["evaluated_at"]
+    evaluated = report["evaluated_at"]
+    now = None if evaluated is None else parse_time(evaluated)
     rows = [_row(view, now) for view in report["pods"]]
     widths = [len(c) for c in _COLUMNS]
     for row in rows:
@@ -108,7 +109,7 @@ def render_table(report: dict[str, Any], colour: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _row(view: dict[str, Any], now: str | None) -> list[str]:
+def _row(view: dict[str, Any], now: float | None) -> list[str]:
     node = view["node"] or "-"
     if view["node_exists"] is False:
         node += " (missing)"
@@ -124,10 +125,10 @@ def _row(view: dict[str, Any], now: str | None) -> list[str]:
     ]
 
 
-def _ago(since: str | None, now: str | None) -> str:
+def _ago(since: str | None, now: float | None) -> str:
     if since is None or now is None:
         return "-"
-    seconds = max(0.0, parse_time(now) - parse_time(since))
+    seconds = max(0.0, now - parse_time(since))
     if seconds < 120:
         return f"{seconds:.0f}s"
     if seconds < 7200:

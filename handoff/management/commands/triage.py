@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff.core.report import build_report, write_report_json
+from handoff.core.report import build_report, build_rows, write_report_json
 from handoff.core.trace import parse_time
 from handoff.core.verdicts import VERDICT_NAMES
 from handoff.interop.exporters.tables import render_table
@@ -80,7 +80,9 @@ class Command(BaseCommand):
             )
             out.flush()
             return
-        report = build_report(
+        # The table shows a few fields of each pod: only those are made.
+        build = build_report if options["format"] == "json" else build_rows
+        report = build(
             timeline,
             at=at,
             stuck_after=options["stuck_after"],
