@@ -102,9 +102,7 @@ def pod_view(
     }
 
 
-def row_view(
-    timeline: Timeline, pod: PodState, judgement: Judgement
-) -> dict[str, Any]:
+def row_view(timeline: Timeline, pod: PodState, judgement: Judgement) -> dict[str, Any]:
     """The part of ``pod_view`` a one-line-per-pod table shows (the terminal's): the same
     values, without the explanation, stage bars, events and changes that cost most of a
     view and that a table of 100,000s of pods never prints."""
