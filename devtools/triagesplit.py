@@ -2,11 +2,11 @@
 
 ``python -m devtools.triagesplit TRACE json|table`` runs what ``manage.py triage --trace
 TRACE --format F`` runs after its start-up — the same functions, in the same order, the
-report written to /dev/null — and prints the CPU seconds of each stage as JSON:
-``read_fold``, ``judge_report`` (judging every pod, ranking them, making their views or
-table rows) and ``write`` (serialising and writing). Start-up is timed on the command
-itself. A module of its own, outside ``devtools.bench``: importing that package would
-load the bench's services into the process being timed.
+report written to /dev/null — and prints as JSON the pods and events folded and the CPU
+seconds of each stage: ``read_fold``, ``judge_report`` (judging every pod, ranking them,
+making their views or table rows) and ``write`` (serialising and writing). Start-up is
+timed on the command itself. A module of its own, outside ``devtools.bench``: importing
+that package would load the bench's services into the process being timed.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 
 
 def split(path: str, form: str) -> dict[str, float]:
+    """The stages' CPU seconds, and what was folded."""
     from handoff.core.gcpause import paused_gc
     from handoff.core.report import build_rows, pod_views, write_views_json
     from handoff.interop.exporters.tables import render_table
@@ -42,6 +43,8 @@ def split(path: str, form: str) -> dict[str, float]:
         out.flush()
     written = clock()
     return {
+        "pods": len(timeline.pods),
+        "events": timeline.events_applied,
         "read_fold": folded - start,
         "judge_report": reported - folded,
         "write": written - reported,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import orjson
 
+from devtools.bench.fold import count_lines
 from devtools.bench.results import Figure, Results
 from handoff.core.trace import open_binary
 
@@ -81,6 +82,7 @@ def _median(values: list[float]) -> float:
 def measure(path: Path, workdir: Path, rounds: int) -> dict[str, object]:
     """Every sample of ``rounds`` alternating rounds, reduced to medians."""
     tiny = startup_trace(path, workdir)
+    section_trace: dict[str, int] = {}
     floor_cpu: list[float] = []
     floor_wall: list[float] = []
     startup: list[float] = []
@@ -99,10 +101,16 @@ def measure(path: Path, workdir: Path, rounds: int) -> dict[str, object]:
             samples["cpu"].append(cpu)
             samples["wall"].append(wall)
             samples["rss"].append(rss)
-            for stage, seconds in stage_split(path, form).items():
+            split = stage_split(path, form)
+            section_trace = {"pods": split.pop("pods"), "events": split.pop("events")}
+            for stage, seconds in split.items():
                 samples[stage].append(seconds)
     floor = {"cpu_s": _median(floor_cpu), "wall_s": _median(floor_wall)}
-    section: dict[str, object] = {"rounds": rounds, "parse_floor": floor}
+    section: dict[str, object] = {
+        "trace": {"path": str(path), **section_trace},
+        "rounds": rounds,
+        "parse_floor": floor,
+    }
     for form in FORMATS:
         samples = runs[form]
         cpu, wall = _median(samples["cpu"]), _median(samples["wall"])
@@ -125,6 +133,9 @@ def measure(path: Path, workdir: Path, rounds: int) -> dict[str, object]:
 def run_triage_benchmarks(results: Results, path: Path, workdir: Path, rounds: int) -> None:
     section = measure(path, workdir, rounds)
     results.sections["triage"] = section
+    if not results.trace.get("lines"):  # the section run alone, on a given trace
+        results.trace.update(section["trace"])  # type: ignore[arg-type]
+        results.trace["lines"] = count_lines(path)
     floor = section["parse_floor"]
     assert isinstance(floor, dict)
     for form in FORMATS:
