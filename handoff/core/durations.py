@@ -23,7 +23,11 @@ def durations(
     """Seconds between milestone pairs; None when either end is unknown or was not
     observed (``measure``). ``coarse``: bit per milestone dated by an object's own
     1-second timestamp; ``seen``: when the pod was first seen (``first_seen``)."""
-    return {name: measure(milestones, start, end, coarse, seen) for name, start, end in _PAIRS}
+    m = milestones
+    return {
+        name: None if m[end] is None else measure(m, start, end, coarse, seen)
+        for name, start, end in _PAIRS
+    }
 
 
 def measure(
@@ -108,10 +112,12 @@ def add_samples(
     samples; count the ones that happened but were not observed in ``unobserved``."""
     m, coarse, seen = pod.milestones, pod.coarse, first_seen(pod)
     for name, start, end in _PAIRS:
+        if m[end] is None:  # not reached: no figure, and none missed
+            continue
         value = measure(m, start, end, coarse, seen)
         if value is not None:
             samples[name].append(value)
-        elif unobserved is not None and m[end] is not None:
+        elif unobserved is not None:
             unobserved[name] = unobserved.get(name, 0) + 1
 
 
