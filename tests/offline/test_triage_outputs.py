@@ -6,11 +6,13 @@ equal the ones made from them."""
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
 from handoff.core.report import build_report, build_rows
-from handoff.interop.exporters.tables import render_table
+from handoff.core.trace import format_time, parse_time
+from handoff.interop.exporters.tables import _epoch, render_table
 from handoff.offline.triage import fold_file
 from tests.offline import triage_outputs as outputs
 
@@ -38,3 +40,11 @@ def test_the_table_from_rows_is_the_table_from_views(trace: str, colour: bool) -
         assert {key: value for key, value in rows.items() if key != "pods"} == {
             key: value for key, value in whole.items() if key != "pods"
         }
+
+
+def test_the_tables_reading_of_times_is_parse_time() -> None:
+    rng = random.Random(19)
+    texts = [format_time(rng.uniform(0.0, 4.1e9)) for _ in range(20_000)]
+    texts += ["2026-03-01T10:00:00+01:00", "2026-03-01T10:00:00.5Z", "2026-03-01t10:00:00.000001z"]
+    for text in texts:
+        assert _epoch(text) == parse_time(text), text

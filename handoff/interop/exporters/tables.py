@@ -98,11 +98,16 @@ def render_table(report: dict[str, Any], colour: bool = False) -> str:
     now = None if evaluated is None else parse_time(evaluated)
     rows = [_row(view, now) for view in report["pods"]]
     widths = [len(c) for c in _COLUMNS]
-    for row in rows:
-        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip()]
+    if rows:  # per column, its longest cell
+        widths = [
+            max(w, max(map(len, cells)))
+            for w, cells in zip(widths, zip(*rows, strict=True), strict=True)
+        ]
+    # Every cell left-aligned to its column's width, as str.ljust pads.
+    pattern = "  ".join(f"{{:<{width}}}" for width in widths)
+    lines = [pattern.format(*_COLUMNS).rstrip()]
     for view, row in zip(report["pods"], rows, strict=True):
-        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        line = pattern.format(*row).rstrip()
         lines.append(_paint(line, view["verdict"]) if colour else line)
     lines.append("")
     lines.append(_summary_line(report))
@@ -128,12 +133,27 @@ def _row(view: dict[str, Any], now: float | None) -> list[str]:
 def _ago(since: str | None, now: float | None) -> str:
     if since is None or now is None:
         return "-"
-    seconds = max(0.0, now - parse_time(since))
+    seconds = max(0.0, now - _epoch(since))
     if seconds < 120:
         return f"{seconds:.0f}s"
     if seconds < 7200:
         return f"{seconds / 60:.0f}m"
     return f"{seconds / 3600:.1f}h"
+
+
+def _epoch(text: str) -> float:
+    """``parse_time`` of a report's own times (``format_time``'s form), the same double
+    without a datetime per pod: the whole microseconds over 10**6, as
+    ``datetime.timestamp`` computes them; the second's epoch is cached."""
+    if len(text) == 27 and text[19] == "." and text[26] == "Z" and text[20:26].isdigit():
+        second = _SECONDS.get(text[:19])
+        if second is None:
+            second = _SECONDS[text[:19]] = int(parse_time(text[:19] + "Z"))
+        return (second * 1_000_000 + int(text[20:26])) / 1_000_000
+    return parse_time(text)
+
+
+_SECONDS: dict[str, int] = {}
 
 
 def _paint(line: str, verdict: str) -> str:
