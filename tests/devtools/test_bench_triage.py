@@ -25,8 +25,6 @@ def test_the_section_reports_both_formats_and_their_split(tmp_path: Path) -> Non
         split = figures["split_cpu_s"]
         assert set(split) == {"startup", "read_fold", "judge_report", "write"}
         assert all(seconds > 0 for seconds in split.values())
-        # The start-up alone is a whole (tiny) command: less than the real one.
-        assert split["startup"] < figures["cpu_s"]
     names = [figure.name for figure in results.figures]
     assert names == ["offline triage end to end, json", "offline triage end to end, table"]
     assert (tmp_path / "triage-startup.jsonl").read_bytes().count(b"\n") == 50
