@@ -4,8 +4,9 @@ records the figures.
 
 Figures so far: the fold (against the orjson parse floor and against the
 kubernetes client's typed deserialisation, what a quick script does), the
-fold's memory per pod, offline triage of a whole trace (seconds and peak RSS),
-and the simulator's own event rate.
+fold's memory per pod, offline triage of a whole trace (seconds and peak RSS) and,
+end to end against the parse floor with its split, for JSON and the table
+(``devtools.bench.triage``), and the simulator's own event rate.
 """
 
 from devtools.bench.figures import write_figures

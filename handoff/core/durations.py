@@ -23,7 +23,11 @@ def durations(
     """Seconds between milestone pairs; None when either end is unknown or was not
     observed (``measure``). ``coarse``: bit per milestone dated by an object's own
     1-second timestamp; ``seen``: when the pod was first seen (``first_seen``)."""
-    return {name: measure(milestones, start, end, coarse, seen) for name, start, end in _PAIRS}
+    m = milestones
+    return {
+        name: None if m[end] is None else measure(m, start, end, coarse, seen)
+        for name, start, end in _PAIRS
+    }
 
 
 def measure(
@@ -70,6 +74,15 @@ def pod_durations(pod: Any) -> dict[str, float | None]:
     return durations(pod.milestones, pod.coarse, first_seen(pod))
 
 
+def pod_duration(pod: Any, name: str) -> float | None:
+    """One of ``pod_durations``, alone (the terminal table shows one)."""
+    start, end = _ENDS[name]
+    return measure(pod.milestones, start, end, pod.coarse, first_seen(pod))
+
+
+_ENDS = {name: (start, end) for name, start, end in _PAIRS}
+
+
 def not_observed(
     milestones: Sequence[float | None] | Mapping[str, Any], values: Mapping[str, float | None]
 ) -> list[str]:
@@ -99,10 +112,12 @@ def add_samples(
     samples; count the ones that happened but were not observed in ``unobserved``."""
     m, coarse, seen = pod.milestones, pod.coarse, first_seen(pod)
     for name, start, end in _PAIRS:
+        if m[end] is None:  # not reached: no figure, and none missed
+            continue
         value = measure(m, start, end, coarse, seen)
         if value is not None:
             samples[name].append(value)
-        elif unobserved is not None and m[end] is not None:
+        elif unobserved is not None:
             unobserved[name] = unobserved.get(name, 0) + 1
 
 

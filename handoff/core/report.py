@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 import orjson
@@ -17,7 +17,7 @@ from handoff.core.owners import OwnerBook
 from handoff.core.podstate import CREATED, PodState
 from handoff.core.timeline import Timeline
 from handoff.core.trace import LineError
-from handoff.core.views import iso, pod_view
+from handoff.core.views import iso, pod_view, row_view
 
 MAX_ERRORS_LISTED = 100
 
@@ -133,6 +133,35 @@ def build_report(
     return _with_pods(head, views)
 
 
+def build_rows(
+    timeline: Timeline,
+    at: float | None = None,
+    stuck_after: float = 60.0,
+    errors: Iterable[LineError] = (),
+    only: Iterable[str] = (),
+) -> dict[str, Any]:
+    """``build_report`` with each pod's ``row_view`` in place of its whole view: what a
+    one-line-per-pod table (``render_table``) reads."""
+    head, ranked, _now = _ranked(timeline, at, stuck_after, errors, only)
+    with paused_gc():
+        rows = [row_view(timeline, item[_POD], item[_JUDGEMENT]) for item in ranked]
+    return _with_pods(head, rows)
+
+
+def pod_views(
+    timeline: Timeline,
+    at: float | None = None,
+    stuck_after: float = 60.0,
+    errors: Iterable[LineError] = (),
+    only: Iterable[str] = (),
+) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """The report's header fields and its pod views, made one at a time as they are read
+    (worst first), so that they can be written without holding them all."""
+    head, ranked, now = _ranked(timeline, at, stuck_after, errors, only)
+    views = (pod_view(timeline, item[_POD], now, stuck_after, item[_JUDGEMENT]) for item in ranked)
+    return head, views
+
+
 def write_report_json(
     out: IO[bytes],
     timeline: Timeline,
@@ -142,14 +171,18 @@ def write_report_json(
     only: Iterable[str] = (),
 ) -> None:
     """The same JSON as ``build_report``, written pod by pod (one pod per line)."""
-    head, ranked, now = _ranked(timeline, at, stuck_after, errors, only)
+    head, views = pod_views(timeline, at, stuck_after, errors, only)
+    with paused_gc():
+        write_views_json(out, head, views)
+
+
+def write_views_json(out: IO[bytes], head: dict[str, Any], views: Iterable[dict[str, Any]]) -> None:
+    """``{...head, "pods": [view, ...]}`` in the report's key order, one pod per line."""
     first, rest = orjson.dumps(_with_pods(head, [])).split(b'"pods":[]', 1)
     out.write(first + b'"pods":[')
     dumps, write = orjson.dumps, out.write
-    with paused_gc():
-        for index, item in enumerate(ranked):
-            view = pod_view(timeline, item[_POD], now, stuck_after, item[_JUDGEMENT])
-            write((b"\n" if index == 0 else b",\n") + dumps(view))
+    for index, view in enumerate(views):
+        write((b"\n" if index == 0 else b",\n") + dumps(view))
     out.write(b"\n]" + rest + b"\n")
 
 

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from handoff.core import verdicts as v
-from handoff.core.durations import pod_durations
+from handoff.core.durations import pod_duration, pod_durations
 from handoff.core.explain import Context, explain
 from handoff.core.facts import parse_admission_message
 from handoff.core.judge import Judgement
@@ -17,6 +17,7 @@ from handoff.core.podstate import (
     BOUND,
     CREATED,
     DELETED,
+    NO_EXTRA,
     RUNNING,
     SLOTS,
     EventRecord,
@@ -64,6 +65,7 @@ def pod_view(
         rejection = {"reason": judgement.reason or "", "message": ""}
     bound = m[BOUND] if m[BOUND] is not None else m[CREATED]
     window = judgement.podgc_window
+    extra = pod.extra or NO_EXTRA  # the rare facts, read directly
     ctx = Context(
         node=pod.node,
         binding=binding,
@@ -76,8 +78,8 @@ def pod_view(
         node_lost_at=iso(judgement.node_lost_at) or "",
         acked=m[ACK] is not None,
         ran=m[RUNNING] is not None,
-        finalizers=pod.finalizers,
-        deletion_deadline=iso(pod.deletion_deadline) or "",
+        finalizers=extra.finalizers,
+        deletion_deadline=iso(extra.deletion_deadline) or "",
     )
     known = [t for t in m if t is not None]
     return {
@@ -97,7 +99,7 @@ def pod_view(
         "stages": stages(m, now),
         "rejection": rejection,
         "podgc": {"earliest": iso(window[0]), "latest": iso(window[1])} if window else None,
-        "events": [_event_view(record) for record in _sorted_events(pod)],
+        "events": [_event_view(record) for record in _sorted_events(pod)] if pod.events else [],
         "changes": [{"at": iso(t), "what": text} for t, text in describe_changes(pod)],
     }
 
@@ -112,6 +114,26 @@ def owner_view(timeline: Timeline, pod: PodState) -> dict[str, Any] | None:
     if workload is not None and workload != pod.owner:
         view["workload"] = {"kind": workload[0], "name": workload[1]}
     return view
+
+
+def row_view(timeline: Timeline, pod: PodState, judgement: Judgement) -> dict[str, Any]:
+    """The part of ``pod_view`` a one-line-per-pod table shows (the terminal's): the same
+    values, without the explanation, stage bars, events and changes that cost most of a
+    view and that a table of 100,000s of pods never prints."""
+    known = [t for t in pod.milestones if t is not None]
+    return {
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": None if pod.uid.startswith("name:") else pod.uid,
+        "node": pod.node or None,
+        "node_exists": judgement.node_exists,
+        "binding": timeline.binding(pod),
+        "owner": owner_view(timeline, pod),
+        "verdict": judgement.verdict,
+        "reason": judgement.reason,
+        "since": iso(max(known)) if known else None,
+        "durations": {"create_to_running": pod_duration(pod, "create_to_running")},
+    }
 
 
 # What proves a pod is past every stage before "running": a stage whose own end never
@@ -142,12 +164,11 @@ def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any
     horizon = deleted if deleted is not None else now
     bars = []
     for name, starts, ends, moved_on in _STAGE_SLOTS:
-        start = None
         for index in starts:
-            if milestones[index] is not None:
-                start = milestones[index]
+            start = milestones[index]
+            if start is not None:
                 break
-        if start is None:
+        else:
             continue
         end = None
         for index in ends:
@@ -159,15 +180,24 @@ def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any
             if end is not None and end < start:  # a coarse second: the stage took none
                 end = start
         bars.append([name, start, end])
-    for i in range(len(bars) - 1):
-        if bars[i][2] is None:
-            bars[i][2] = max(bars[i][1], min(later[1] for later in bars[i + 1 :]))
+    # A stage left open ends where the earliest stage after it starts (the last one stays).
+    earliest = None
+    for bar in reversed(bars):
+        start = bar[1]
+        if earliest is not None:
+            if bar[2] is None:
+                bar[2] = start if start >= earliest else earliest
+            if start < earliest:
+                earliest = start
+        else:
+            earliest = start
+    closed = deleted is not None
     return [
         {
             "name": name,
             "start": iso(start),
-            "end": iso(end if end is not None else max(horizon, start)),
-            "open": end is None and deleted is None,
+            "end": iso(end if end is not None else horizon if horizon >= start else start),
+            "open": end is None and not closed,
         }
         for name, start, end in bars
     ]
@@ -214,16 +244,17 @@ def describe_changes(pod: PodState) -> list[tuple[float, str]]:
     flat = pod.changes  # five fields per change, one after the other
     if not flat:
         return []
-    bits = flat[1]
-    first = "first seen" + (f" on node {pod.node}" if bits & _BOUND_BIT else " without a node")
+    node = pod.node
+    _, old_bits, old_phase, old_reason, old_waiting = flat[:5]
+    first = "first seen" + (f" on node {node}" if old_bits & _BOUND_BIT else " without a node")
     described = [(flat[0], first)]
+    words = _milestone_words
     for at in range(5, len(flat), 5):
-        _, old_bits, old_phase, old_reason, old_waiting = flat[at - 5 : at]
         observed, bits, phase, reason, waiting = flat[at : at + 5]
         parts = []
         new_bits = bits & ~old_bits
         if new_bits & _BOUND_BIT:
-            parts.append(f"nodeName set to {pod.node}")
+            parts.append(f"nodeName set to {node}")
         if old_phase != phase:
             parts.append(f"phase: {old_phase or '-'} → {phase or '-'}")
         if old_reason != reason:
@@ -234,22 +265,27 @@ def describe_changes(pod: PodState) -> list[tuple[float, str]]:
             parts.append("deletionTimestamp set")
         if new_bits & v.DISRUPTION_BIT and pod.disruption is not None:
             parts.append(f"DisruptionTarget: {pod.disruption[0]}")
-        parts.extend(_milestone_words(new_bits & ~_BOUND_BIT))
+        milestones = new_bits & _MILESTONE_MASK
+        if milestones:
+            parts.extend(words(milestones))
         described.append((observed, ", ".join(parts) or "status updated"))
+        old_bits, old_phase, old_reason, old_waiting = bits, phase, reason, waiting
     return described
 
 
 _BOUND_BIT = 1 << BOUND
 
 
-def _milestone_words(bits: int) -> list[str]:
+@lru_cache(maxsize=1 << 10)
+def _milestone_words(bits: int) -> tuple[str, ...]:
+    """The milestones of these bits in words (a few combinations recur: cached)."""
     words = []
-    bits &= (1 << len(v.MILESTONES)) - 1
     while bits:
         index = (bits & -bits).bit_length() - 1
         words.append(_MILESTONE_WORDS[index])
         bits &= bits - 1
-    return words
+    return tuple(words)
 
 
+_MILESTONE_MASK = ((1 << len(v.MILESTONES)) - 1) & ~_BOUND_BIT
 _MILESTONE_WORDS = tuple(name.replace("_", " ") for name in v.MILESTONES)

@@ -4,8 +4,16 @@ status 1, never a traceback. ``--traceback`` (Django's option) shows the traceba
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 from collections.abc import Sequence
+
+# Commands that need neither the database nor the web apps: they run without Django's
+# app registry (``django.setup()`` imports every installed app, Daphne and the admin
+# included: most of a second before any work). A command that later needs more (triage
+# --cluster reads Redis through the settings) sets Django up itself.
+OFFLINE_COMMANDS = {"triage": "handoff.management.commands.triage"}
 
 
 def execute(argv: Sequence[str]) -> int:
@@ -13,13 +21,36 @@ def execute(argv: Sequence[str]) -> int:
     from django.core.management import execute_from_command_line
 
     try:
-        execute_from_command_line(list(argv))
+        if not run_offline(argv):
+            execute_from_command_line(list(argv))
     except Exception as exc:  # SystemExit and KeyboardInterrupt pass through
         if "--traceback" in argv:
             raise
         sys.stderr.write(one_line(argv, exc) + "\n")
         return 1
     return 0
+
+
+def run_offline(argv: Sequence[str]) -> bool:
+    """Run an offline command straight from its class, as Django's utility would after
+    ``django.setup()``; False (nothing run) when Django's own way must decide: another
+    command, ``--settings``/``--pythonpath``, shell completion, or settings that do not
+    load or do not install Handoff (Django then says what is wrong, as before)."""
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    if len(argv) < 2 or argv[1] not in OFFLINE_COMMANDS or "DJANGO_AUTO_COMPLETE" in os.environ:
+        return False
+    if any(arg.startswith(("--settings", "--pythonpath")) for arg in argv[2:]):
+        return False
+    try:
+        if "handoff" not in settings.INSTALLED_APPS:
+            return False
+    except (ImproperlyConfigured, ImportError):
+        return False
+    command = importlib.import_module(OFFLINE_COMMANDS[argv[1]]).Command()
+    command.run_from_argv(list(argv))
+    return True
 
 
 def one_line(argv: Sequence[str], exc: BaseException) -> str:

@@ -94,22 +94,28 @@ _COLUMNS = ("VERDICT", "REASON", "POD", "NODE", "BINDING", "IN STAGE", "CREATEâ†
 
 def render_table(report: dict[str, Any], colour: bool = False) -> str:
     """A line per pod, worst first; coloured by verdict when ``colour``."""
-    now = report["evaluated_at"]
+    evaluated = report["evaluated_at"]
+    now = None if evaluated is None else parse_time(evaluated)
     rows = [_row(view, now) for view in report["pods"]]
     widths = [len(c) for c in _COLUMNS]
-    for row in rows:
-        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    if rows:  # per column, its longest cell
+        widths = [
+            max(w, max(map(len, cells)))
+            for w, cells in zip(widths, zip(*rows, strict=True), strict=True)
+        ]
+    # Every cell left-aligned to its column's width, as str.ljust pads.
+    pattern = "  ".join(f"{{:<{width}}}" for width in widths)
     lines = _owner_lines(report.get("owners") or {}, now)
-    lines.append("  ".join(c.ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip())
+    lines.append(pattern.format(*_COLUMNS).rstrip())
     for view, row in zip(report["pods"], rows, strict=True):
-        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        line = pattern.format(*row).rstrip()
         lines.append(_paint(line, view["verdict"]) if colour else line)
     lines.append("")
     lines.append(_summary_line(report))
     return "\n".join(lines)
 
 
-def _owner_lines(owners: dict[str, Any], now: str | None) -> list[str]:
+def _owner_lines(owners: dict[str, Any], now: float | None) -> list[str]:
     """Workloads as one line each, above the pods: controllers creating no pods (those not
     resolved), then loops (core/owners.py)."""
     lines = []
@@ -147,7 +153,7 @@ def _one_line(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "â€¦"
 
 
-def _row(view: dict[str, Any], now: str | None) -> list[str]:
+def _row(view: dict[str, Any], now: float | None) -> list[str]:
     node = view["node"] or "-"
     if view["node_exists"] is False:
         node += " (missing)"
@@ -163,15 +169,30 @@ def _row(view: dict[str, Any], now: str | None) -> list[str]:
     ]
 
 
-def _ago(since: str | None, now: str | None) -> str:
+def _ago(since: str | None, now: float | None) -> str:
     if since is None or now is None:
         return "-"
-    seconds = max(0.0, parse_time(now) - parse_time(since))
+    seconds = max(0.0, now - _epoch(since))
     if seconds < 120:
         return f"{seconds:.0f}s"
     if seconds < 7200:
         return f"{seconds / 60:.0f}m"
     return f"{seconds / 3600:.1f}h"
+
+
+def _epoch(text: str) -> float:
+    """``parse_time`` of a report's own times (``format_time``'s form), the same double
+    without a datetime per pod: the whole microseconds over 10**6, as
+    ``datetime.timestamp`` computes them; the second's epoch is cached."""
+    if len(text) == 27 and text[19] == "." and text[26] == "Z" and text[20:26].isdigit():
+        second = _SECONDS.get(text[:19])
+        if second is None:
+            second = _SECONDS[text[:19]] = int(parse_time(text[:19] + "Z"))
+        return (second * 1_000_000 + int(text[20:26])) / 1_000_000
+    return parse_time(text)
+
+
+_SECONDS: dict[str, int] = {}
 
 
 def _paint(line: str, verdict: str) -> str:

@@ -90,6 +90,16 @@ def fold(run: Run) -> None:
     )
 
 
+def triage(run: Run) -> None:
+    """``manage.py triage`` end to end against the parse floor, with its split."""
+    from devtools.bench import triage as benchtriage
+
+    run.say(f"offline triage of {run.trace}, JSON and table, against the parse floor...")
+    benchtriage.run_triage_benchmarks(
+        run.results, _trace(run), run.workdir, rounds=3 if run.quick else 2
+    )
+
+
 def ingest(run: Run) -> None:
     run.say("ingesting the trace into Redis with one fold worker...")
     bench.run_ingest_benchmarks(run.results, run.services, _trace(run))
@@ -175,6 +185,7 @@ def fidelity(run: Run) -> None:
 SECTIONS: dict[str, Callable[[Run], None]] = {
     "simulator": simulator,
     "fold": fold,
+    "triage": triage,
     "ingest": ingest,
     "web": web,
     "latency": latency,
@@ -182,7 +193,7 @@ SECTIONS: dict[str, Callable[[Run], None]] = {
     "capacity": capacity,
     "fidelity": fidelity,
 }
-NEEDS_TRACE = {"fold", "ingest", "web"}
+NEEDS_TRACE = {"fold", "triage", "ingest", "web"}
 
 
 def _trace(run: Run) -> Path:

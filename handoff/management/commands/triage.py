@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handoff.core.report import build_report, write_report_json
+from handoff.core.report import build_report, build_rows, write_report_json
 from handoff.core.trace import parse_time
 from handoff.core.verdicts import VERDICT_NAMES
 from handoff.interop.exporters.tables import render_table
@@ -27,6 +27,9 @@ MAX_ERRORS_PRINTED = 20
 
 class Command(BaseCommand):
     help = "Fold a trace into per-pod handoff timelines and print their verdicts, worst first."
+    # Offline: no database, no URLs, no web apps to check (manage.py runs it without
+    # loading them, handoff.management.oneline).
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         source = parser.add_mutually_exclusive_group(required=True)
@@ -77,7 +80,9 @@ class Command(BaseCommand):
             )
             out.flush()
             return
-        report = build_report(
+        # The table shows a few fields of each pod: only those are made.
+        build = build_report if options["format"] == "json" else build_rows
+        report = build(
             timeline,
             at=at,
             stuck_after=options["stuck_after"],
@@ -96,6 +101,7 @@ class Command(BaseCommand):
 def _live_report(cluster: str, at: float | None, options: dict[str, Any]) -> dict[str, Any]:
     """The same report from a live cluster: the fold's state rebuilt from Redis, judged at
     the time the fold last evaluated it (its cluster clock) unless --at says otherwise."""
+    _django_ready()
     import redis
 
     from handoff import conf
@@ -123,6 +129,17 @@ def _live_report(cluster: str, at: float | None, options: dict[str, Any]) -> dic
     for view in report["pods"]:
         view["deleted_blind"] = folder.blind.get(view["uid"] or "")
     return report
+
+
+def _django_ready() -> None:
+    """The live path reads its Redis settings through Django: load the apps when
+    manage.py ran this command without them (``oneline.run_offline``)."""
+    from django.apps import apps
+
+    if not apps.ready:
+        import django
+
+        django.setup()
 
 
 def _read_later(path: str, at: float | None) -> bool:
