@@ -35,6 +35,7 @@ from handoff.core.trace import (
 from handoff.core.viewcodec import encode_view
 from handoff.core.views import pod_view
 from handoff.live import queries, store
+from handoff.live.aggregates import Aggregates
 from handoff.live.push import Publisher, messages
 from handoff.live.snapshots import Snapshots, read_snapshot
 
@@ -104,6 +105,7 @@ class Folder(Snapshots):
         interval = settings.gc_settle_interval
         self.tenure = Tenure(interval) if interval else None
         self.saver: tuple[int, str, float] | None = None  # background snapshot: pid, cursor, start
+        self.aggregates = Aggregates(client, cluster)  # the fleet page's, kept as views are written
 
     # ------------------------------------------------------------ restore
 
@@ -175,6 +177,8 @@ class Folder(Snapshots):
         pattern = store.index_key(self.cluster, "*", "*")
         keys = list(self.client.scan_iter(match=pattern, count=1000))
         keys.append(store.node_verdicts_key(self.cluster))  # counted from the same writes
+        keys += self.aggregates.keys()
+        self.aggregates.forget()
         for start in range(0, len(keys), 500):
             self.client.delete(*keys[start : start + 500])
         self.written = {}
@@ -328,6 +332,7 @@ class Folder(Snapshots):
             self.timed.discard(uid)
         stamp = format_time(now)
         pipe = self.client.pipeline(transaction=False)
+        self.aggregates.queue(pipe, views, removed, self.written)
         store.write_pods(pipe, self.cluster, views, self.written)
         if removed:
             store.drop_pods(pipe, self.cluster, removed, self.written)
@@ -351,7 +356,7 @@ class Folder(Snapshots):
             self.nodes_dirty = False
             self.nodes_written = self.clock()
         pipe.hset(store.fold_key(self.cluster), mapping=progress)
-        pipe.execute()
+        self.aggregates.settle(pipe.execute(), len(self.written))
         if self.publisher is not None and (views or removed):
             pushed = [view for view, _ in views.values()]
             counts = queries.counts(self.client, self.cluster)["verdicts"]
@@ -424,8 +429,9 @@ class Folder(Snapshots):
         if gone:
             self.dirty.difference_update(gone)
             pipe = self.client.pipeline(transaction=False)
+            self.aggregates.queue(pipe, {}, gone, self.written)
             store.drop_pods(pipe, self.cluster, gone, self.written)
-            pipe.execute()
+            self.aggregates.settle(pipe.execute(), len(self.written))
             if self.publisher is not None:
                 counts = queries.counts(self.client, self.cluster)["verdicts"]
                 stamp = format_time(self.now())

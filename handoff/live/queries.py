@@ -20,9 +20,11 @@ import redis
 
 from handoff.core import verdicts as v
 from handoff.core.durations import not_observed, summarise
+from handoff.core.histogram import Histogram
 from handoff.core.trace import format_time, parse_time
 from handoff.core.viewcodec import decode_view
-from handoff.live import clusters, store
+from handoff.live import aggregates, clusters, store
+from handoff.live.aggregates import NODE_DURATIONS, read_lane
 from handoff.live.clusters import ClusterConfig
 from handoff.live.paging import views
 
@@ -176,6 +178,50 @@ def handed(client: redis.Redis, cluster: str) -> dict[str, dict[str, int]]:
         if count > 0:
             node, _, verdict = field.decode().rpartition(store.NAME_SEPARATOR)
             out.setdefault(node, {})[verdict] = count
+    return out
+
+
+def _histograms(raw: dict[bytes, bytes]) -> dict[str, Histogram]:
+    """A kept histogram hash ("<duration>:<bucket>|z|u" -> pods) by duration."""
+    out: dict[str, Histogram] = {}
+    for field, count in raw.items():
+        name, _, suffix = field.decode().partition(":")
+        out.setdefault(name, Histogram()).add_field(suffix, int(count))
+    return out
+
+
+def fleet_kept(client: redis.Redis, cluster: str, lanes: int) -> dict[str, Any]:
+    """What the fold keeps for the fleet page (``live/aggregates``), in one round trip
+    plus the lanes: the cluster's duration histograms, pods per verdict, all pods, the
+    ``lanes`` newest pods' swimlane entries (oldest first) and the pods handed per node
+    and verdict. Sized by buckets, nodes and ``lanes``, not by pods."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hgetall(aggregates.hist_key(cluster))
+    pipe.zrevrange(aggregates.recent_key(cluster), 0, lanes - 1)
+    pipe.hget(store.fold_key(cluster), "evaluated_at")
+    hist, newest, evaluated_at = pipe.execute()
+    uids = list(reversed(newest)) if lanes > 0 else []
+    raws = client.hmget(aggregates.lanes_key(cluster), uids) if uids else []
+    return {
+        "evaluated_at": evaluated_at.decode() if evaluated_at else None,
+        "durations": _histograms(hist),
+        "lanes": [read_lane(raw) for raw in raws if raw],
+        **counts(client, cluster),
+        "handed": handed(client, cluster),
+    }
+
+
+def node_histograms(
+    client: redis.Redis, cluster: str, nodes: list[str]
+) -> dict[str, dict[str, Histogram]]:
+    """node -> duration -> the kept histogram of the pods handed to it (NODE_DURATIONS)."""
+    pipe = client.pipeline(transaction=False)
+    for node in nodes:
+        pipe.hgetall(aggregates.node_hist_key(cluster, node))
+    out = {}
+    for node, raw in zip(nodes, pipe.execute(), strict=True):
+        kept = _histograms(raw)
+        out[node] = {name: kept.get(name, Histogram()) for name in NODE_DURATIONS}
     return out
 
 

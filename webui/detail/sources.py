@@ -6,17 +6,15 @@ a page cannot tell a replayed cluster from a live one.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import redis
-from django.conf import settings
 
 from handoff import conf
 from handoff.core import verdicts as v
+from handoff.core.histogram import Histogram
 from handoff.core.report import outline
 from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
@@ -26,11 +24,9 @@ from handoff.live.queries import pick, with_others
 from handoff.offline.replay import ReplayState
 from webui.detail.rows import PodRow, row_from_pod, row_from_view
 
-DIGEST_TTL = 5.0  # seconds a live cluster's fleet/nodes aggregates are reused
-
 
 def client() -> redis.Redis:
-    """This process's client for the detail pages (10 s per command: the digests)."""
+    """This process's client for the detail pages."""
     return conf.redis_client(timeout=10, shared=True)
 
 
@@ -61,25 +57,11 @@ class LiveSource:
         for view in queries.on_missing_nodes(self.client, self.cluster, nodes):
             yield row_from_view(view)
 
-    def digest(self, kind: str, make: Callable[[LiveSource], dict[str, Any]]) -> dict[str, Any]:
-        """An aggregate over every pod, reused for DIGEST_TTL seconds: one pass over
-        150,000 stored views costs seconds, a page refresh should not. Requests arriving
-        while it is computed wait for that one computation."""
-        key = (settings.REDIS_URL, self.cluster, kind)
-        with _digest_lock:
-            gate = _digest_gates.setdefault(key, threading.Lock())
-        with gate:
-            hit = _digests.get(key)
-            if hit is not None and time.monotonic() - hit[0] < DIGEST_TTL:
-                return hit[1]
-            value = make(self)
-            _digests[key] = (time.monotonic(), value)
-            return value
+    def fleet_kept(self, lanes: int) -> dict[str, Any]:
+        return queries.fleet_kept(self.client, self.cluster, lanes)
 
-
-_digests: dict[tuple[str, str, str], tuple[float, dict[str, Any]]] = {}
-_digest_lock = threading.Lock()
-_digest_gates: dict[tuple[str, str, str], threading.Lock] = {}
+    def node_histograms(self, nodes: list[str]) -> dict[str, dict[str, Histogram]]:
+        return queries.node_histograms(self.client, self.cluster, nodes)
 
 
 class ReplaySource:
