@@ -37,6 +37,7 @@ from handoff.core.views import pod_view
 from handoff.live import queries, store
 from handoff.live.aggregates import Aggregates
 from handoff.live.push import Publisher, messages
+from handoff.live.search import SearchIndex
 from handoff.live.snapshots import Snapshots, read_snapshot
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ class Folder(Snapshots):
         self.tenure = Tenure(interval) if interval else None
         self.saver: tuple[int, str, float] | None = None  # background snapshot: pid, cursor, start
         self.aggregates = Aggregates(client, cluster)  # the fleet page's, kept as views are written
+        self.search = SearchIndex(client, cluster)  # the name index free-text search reads
 
     # ------------------------------------------------------------ restore
 
@@ -177,8 +179,9 @@ class Folder(Snapshots):
         pattern = store.index_key(self.cluster, "*", "*")
         keys = list(self.client.scan_iter(match=pattern, count=1000))
         keys.append(store.node_verdicts_key(self.cluster))  # counted from the same writes
-        keys += self.aggregates.keys()
+        keys += self.aggregates.keys() + self.search.keys()
         self.aggregates.forget()
+        self.search.forget()
         for start in range(0, len(keys), 500):
             self.client.delete(*keys[start : start + 500])
         self.written = {}
@@ -333,6 +336,7 @@ class Folder(Snapshots):
         stamp = format_time(now)
         pipe = self.client.pipeline(transaction=False)
         self.aggregates.queue(pipe, views, removed, self.written)
+        self.search.queue(pipe, views, removed, self.written)
         store.write_pods(pipe, self.cluster, views, self.written)
         if removed:
             store.drop_pods(pipe, self.cluster, removed, self.written)
@@ -430,8 +434,10 @@ class Folder(Snapshots):
             self.dirty.difference_update(gone)
             pipe = self.client.pipeline(transaction=False)
             self.aggregates.queue(pipe, {}, gone, self.written)
+            self.search.queue(pipe, {}, gone, self.written)
             store.drop_pods(pipe, self.cluster, gone, self.written)
             self.aggregates.settle(pipe.execute(), len(self.written))
+            self.search.compact()
             if self.publisher is not None:
                 counts = queries.counts(self.client, self.cluster)["verdicts"]
                 stamp = format_time(self.now())

@@ -23,7 +23,7 @@ from handoff.core.durations import not_observed, summarise
 from handoff.core.histogram import Histogram
 from handoff.core.trace import format_time, parse_time
 from handoff.core.viewcodec import decode_view
-from handoff.live import aggregates, clusters, store
+from handoff.live import aggregates, clusters, search, store
 from handoff.live.aggregates import NODE_DURATIONS, read_lane
 from handoff.live.clusters import ClusterConfig
 from handoff.live.paging import views
@@ -31,7 +31,6 @@ from handoff.live.paging import views
 ATTENTION: tuple[str, ...] = tuple(n for n in store.RANKED if v.VERDICTS[n].attention)
 SAMPLE = 3000  # pods read for the duration percentiles of a bigger cluster
 RESUME_MAX = 2000  # changes a resuming client is sent; beyond that it reloads
-NAMESAKES_SCAN = 20000  # ZSCAN COUNT when finding a name's pods in the change index
 
 
 # ------------------------------------------------------------------ summary
@@ -296,19 +295,16 @@ def pod(
 
 
 def _namesakes(client: redis.Redis, cluster: str, namespace: str, name: str) -> list[str]:
-    """The uids of a name's pods. The change index's members start with namespace/name:
-    Redis finds them itself (ZSCAN MATCH), without reading a whole namespace's views."""
-    pattern = _glob_escape(store.name_member(namespace, name, "")) + "*"
+    """The uids of a name's pods (case aside: the caller compares the views' names),
+    from the fold's name index (``live/search``): no scan."""
+    text = search.fold(namespace, name)
+    by_ordinal = search.uids(client, cluster, search.candidates(client, cluster, text))
+    uids = list(by_ordinal.values())
     return [
-        store.member_uid(member)
-        for member, _ in client.zscan_iter(
-            store.changed_key(cluster), match=pattern, count=NAMESAKES_SCAN
-        )
+        uid
+        for uid, entry in zip(uids, search.names(client, cluster, uids), strict=True)
+        if entry is not None and entry[1] == text
     ]
-
-
-def _glob_escape(text: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def watch_gaps(client: redis.Redis, cluster: str, view: dict[str, Any]) -> list[dict[str, str]]:
