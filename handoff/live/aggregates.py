@@ -53,7 +53,8 @@ def recent_key(cluster: str) -> str:
 
 
 def lanes_key(cluster: str) -> str:
-    """Hash uid -> MessagePack [namespace, name, uid, verdict, [stage, start, end, ...]]."""
+    """Hash uid -> MessagePack [namespace, name, uid, verdict, [stage, start, end, ...]]
+    (times in epoch ms)."""
     return store.k(cluster, "lanes")
 
 
@@ -121,18 +122,22 @@ def created_of(view: dict[str, Any]) -> float:
     return _seconds(created) if created else 0.0
 
 
+def ms(text: str) -> int:
+    """A stage bar's time as epoch milliseconds (what the swimlane draws)."""
+    return round(_seconds(text) * 1000)
+
+
 def lane(view: dict[str, Any]) -> bytes:
-    """A pod's swimlane entry: its names, verdict and stage bars (epoch seconds)."""
+    """A pod's swimlane entry: its names, verdict and stage bars (epoch ms)."""
     bars: list[Any] = []
     for bar in view.get("stages") or []:
-        bars += [bar["name"], _seconds(bar["start"]), _seconds(bar["end"])]
+        bars += [bar["name"], ms(bar["start"]), ms(bar["end"])]
     return _encode([view["namespace"], view["name"], view.get("uid"), view["verdict"], bars])
 
 
-def read_lane(raw: bytes) -> tuple[str, str, str, str, list[tuple[str, float, float]]]:
-    namespace, name, uid, verdict, flat = _decode(raw)
-    bars = [(flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)]
-    return namespace, name, uid, verdict, bars
+def read_lane(raw: bytes) -> list[Any]:
+    """[namespace, name, uid, verdict, [stage, start ms, end ms, ...]]."""
+    return _decode(raw)
 
 
 class Aggregates:

@@ -29,6 +29,7 @@ MAX_Q = 200
 CHUNK = 1000  # index entries read per round trip while walking
 DIRECT = 4000  # name-search candidates ordered directly; more: the triage order is walked
 WALK_MAX = 20_000  # pods a name search walks before it orders its candidates instead
+SHORT_Q = f"q needs at least {search.GRAM} characters (shorter text would match most pods)"
 Matcher = Callable[[list[tuple[float, str]]], list[tuple[float, str]]]
 
 
@@ -55,6 +56,9 @@ class PodFilter:
         if not self.q.isprintable():
             # Names are printable; dropping the rest would silently widen the search.
             raise QueryError("q must be printable text (no control characters)")
+        if self.q and len(self.q.casefold()) < search.GRAM:
+            # The name index holds trigrams: shorter text could only be answered by a scan.
+            raise QueryError(SHORT_Q)
 
     def ordered_verdicts(self) -> tuple[str, ...]:
         wanted = set(self.verdicts)
@@ -246,7 +250,7 @@ def _search(
     try:
         found = search.candidates(client, cluster, text)
     except search.SearchTooShort as exc:
-        raise QueryError(f"{exc} (shorter text would match most pods)") from exc
+        raise QueryError(SHORT_Q) from exc
     if len(found) > DIRECT:
         walked = _walk(client, cluster, flt, after, limit, _named(client, cluster, text, found))
         if walked is not None:

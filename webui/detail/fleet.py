@@ -261,28 +261,30 @@ def _p90(values: list[float]) -> float | None:
     return percentile(sorted(values), 0.90) if values else None
 
 
-Lane = tuple[str, str, str | None, str, list[tuple[str, float, float]]]
+def _lane(row: PodRow) -> list[Any]:
+    """A row as the fold keeps a swimlane entry (``aggregates.lane``)."""
+    bars: list[Any] = []
+    for bar in row.stage_bars():
+        bars += [bar["name"], round(_time(bar["start"]) * 1000), round(_time(bar["end"]) * 1000)]
+    return [row.namespace, row.name, row.uid, row.verdict, bars]
 
 
-def _lane(row: PodRow) -> Lane:
-    bars = [(bar["name"], _time(bar["start"]), _time(bar["end"])) for bar in row.stage_bars()]
-    return (row.namespace, row.name, row.uid, row.verdict, bars)
-
-
-def swimlane(chosen: list[Lane], left_out: int) -> dict[str, Any]:
+def swimlane(chosen: list[list[Any]], left_out: int) -> dict[str, Any]:
     """Stage bars of the chosen pods (the most recently created), one lane each, as
-    compact columns (milliseconds since ``base``) the page turns into WebGL segments."""
+    compact columns (milliseconds since ``base``) the page turns into WebGL segments.
+    ``chosen``: [namespace, name, uid, verdict, [stage, start ms, end ms, ...]] each."""
+    starts = [flat[i] for *_, flat in chosen for i in range(1, len(flat), 3)]
+    base = min(starts) if starts else 0
     bars: dict[str, list[list[int]]] = {}
-    times = [start for *_, pod_bars in chosen for _, start, _ in pod_bars]
-    base = min(times) if times else 0.0
     lanes = []
-    for lane, (namespace, name, uid, verdict, pod_bars) in enumerate(chosen):
+    for lane, (namespace, name, uid, verdict, flat) in enumerate(chosen):
         lanes.append([namespace, name, uid, verdict])
-        for stage, start, end in pod_bars:
-            bars.setdefault(stage, []).append(
-                [lane, round((start - base) * 1000), round((end - base) * 1000)]
-            )
-    return {"base_ms": round(base * 1000), "lanes": lanes, "bars": bars, "left_out": left_out}
+        for i in range(0, len(flat), 3):
+            stage = bars.get(flat[i])
+            if stage is None:
+                stage = bars[flat[i]] = []
+            stage.append([lane, flat[i + 1] - base, flat[i + 2] - base])
+    return {"base_ms": base, "lanes": lanes, "bars": bars, "left_out": left_out}
 
 
 def _time(text: str) -> float:

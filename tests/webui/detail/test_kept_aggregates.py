@@ -116,7 +116,8 @@ def _lanes(swimlane: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     bars: dict[int, list[tuple[str, int, int]]] = {}
     for stage, rows in swimlane["bars"].items():
         for lane, start, end in rows:
-            bars.setdefault(lane, []).append((stage, start + swimlane["base_ms"], end))
+            base = swimlane["base_ms"]
+            bars.setdefault(lane, []).append((stage, start + base, end + base))
     return {
         uid: (namespace, name, verdict, sorted(bars.get(lane, [])))
         for lane, (namespace, name, uid, verdict) in enumerate(swimlane["lanes"])
