@@ -255,14 +255,7 @@ def _search(
         walked = _walk(client, cluster, flt, after, limit, _named(client, cluster, text, found))
         if walked is not None:
             return walked
-    by_ordinal = search.uids(client, cluster, found)
-    uids = list(by_ordinal.values())
-    named = search.names(client, cluster, uids)
-    uids = [
-        uid
-        for uid, entry in zip(uids, named, strict=True)
-        if entry is not None and text in entry[1] and by_ordinal.get(entry[0]) == uid
-    ]
+    uids = [uid for uid, name in search.lookup(client, cluster, found).items() if text in name]
     verdicts = flt.ordered_verdicts()
     sets = _filters(cluster, flt)
     scored: list[tuple[float, str]] = []

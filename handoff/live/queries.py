@@ -298,13 +298,8 @@ def _namesakes(client: redis.Redis, cluster: str, namespace: str, name: str) -> 
     """The uids of a name's pods (case aside: the caller compares the views' names),
     from the fold's name index (``live/search``): no scan."""
     text = search.fold(namespace, name)
-    by_ordinal = search.uids(client, cluster, search.candidates(client, cluster, text))
-    uids = list(by_ordinal.values())
-    return [
-        uid
-        for uid, entry in zip(uids, search.names(client, cluster, uids), strict=True)
-        if entry is not None and entry[1] == text
-    ]
+    found = search.lookup(client, cluster, search.candidates(client, cluster, text))
+    return [uid for uid, folded in found.items() if folded == text]
 
 
 def watch_gaps(client: redis.Redis, cluster: str, view: dict[str, Any]) -> list[dict[str, str]]:

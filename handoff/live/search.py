@@ -197,20 +197,40 @@ def candidates(client: redis.Redis, cluster: str, text: str) -> set[int]:
     return found or set()
 
 
-def uids(client: redis.Redis, cluster: str, ordinals: Iterable[int]) -> dict[int, str]:
-    """ordinal -> uid of the pods still stored: one HMGET per shard."""
-    mask = (1 << SHARD_BITS) - 1
-    shards: dict[int, list[int]] = {}
-    for ordinal in ordinals:
-        shards.setdefault(ordinal >> SHARD_BITS, []).append(ordinal)
-    if not shards:
+# KEYS[1]: the names hash. ARGV[1]: the ordinal shards' key prefix, then ordinals. For
+# each ordinal still a pod's: its uid and its names entry, in one round trip (the shard
+# keys share the cluster's hash tag, as the store's drop script's index keys do).
+_LOOKUP = """
+local out = {}
+for i = 2, #ARGV do
+  local o = tonumber(ARGV[i])
+  local uid = redis.call('hget', ARGV[1] .. math.floor(o / SHARD), o % SHARD)
+  if uid then
+    local entry = redis.call('hget', KEYS[1], uid)
+    if entry then
+      out[#out + 1] = uid
+      out[#out + 1] = entry
+    end
+  end
+end
+return out
+""".replace("SHARD", str(1 << SHARD_BITS))
+
+
+def lookup(client: redis.Redis, cluster: str, ordinals: Iterable[int]) -> dict[str, str]:
+    """uid -> folded namespace/name of the candidates that are still those pods (a uid
+    whose entry names another ordinal was indexed again, and is found by that one)."""
+    ordinals = list(ordinals)
+    if not ordinals:
         return {}
-    pipe = client.pipeline(transaction=False)
-    for members in shards.values():
-        pipe.hmget(ordinal_key(cluster, members[0]), [o & mask for o in members])
+    prefix = ordinal_key(cluster, 0)[:-1]
+    reply = client.eval(_LOOKUP, 1, names_key(cluster), prefix, *ordinals)
     out = {}
-    for members, found in zip(shards.values(), pipe.execute(), strict=True):
-        out.update((o, uid.decode()) for o, uid in zip(members, found, strict=True) if uid)
+    wanted = set(ordinals)
+    for i in range(0, len(reply), 2):
+        number, _, text = reply[i + 1].decode().partition("\t")
+        if int(number) in wanted:
+            out[reply[i].decode()] = text
     return out
 
 

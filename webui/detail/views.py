@@ -104,7 +104,9 @@ def api_fleet(request: HttpRequest, cluster: str) -> dict[str, Any]:
     """From what the fold keeps: no pass over the cluster's pods."""
     limit = _limit(request, SWIMLANE_LIMIT, 2 * SWIMLANE_LIMIT)
     source = _live(cluster)
-    return kept_fleet(source.fleet_kept(limit), source.node_histograms)
+    return source.shared(
+        f"fleet:{limit}", lambda: kept_fleet(source.fleet_kept(limit), source.node_histograms)
+    )
 
 
 # ---------------------------------------------------------------- replay API
