@@ -25,6 +25,7 @@ import redis
 from handoff.core import histogram
 from handoff.core.durations import not_observed
 from handoff.core.trace import observed_time, parse_time
+from handoff.core.verdicts import STAGES
 from handoff.core.viewcodec import decode_view
 from handoff.live import store
 
@@ -53,8 +54,8 @@ def recent_key(cluster: str) -> str:
 
 
 def lanes_key(cluster: str) -> str:
-    """Hash uid -> MessagePack [namespace, name, uid, verdict, [stage, start, end, ...]]
-    (times in epoch ms)."""
+    """Hash uid -> MessagePack [namespace, name, verdict, first start (epoch ms), [stage
+    code, start, end, ...]] (ms after the first start): ``lane``."""
     return store.k(cluster, "lanes")
 
 
@@ -127,17 +128,31 @@ def ms(text: str) -> int:
     return round(_seconds(text) * 1000)
 
 
+_STAGE_NAMES = tuple(stage.name for stage in STAGES)
+_STAGE_CODE = {name: code for code, name in enumerate(_STAGE_NAMES)}
+
+
 def lane(view: dict[str, Any]) -> bytes:
-    """A pod's swimlane entry: its names, verdict and stage bars (epoch ms)."""
+    """A pod's swimlane entry, compact (one per kept pod): [namespace, name, verdict,
+    first start (epoch ms), [stage code, start, end, ...] in ms after that start]."""
     bars: list[Any] = []
+    first = None
     for bar in view.get("stages") or []:
-        bars += [bar["name"], ms(bar["start"]), ms(bar["end"])]
-    return _encode([view["namespace"], view["name"], view.get("uid"), view["verdict"], bars])
+        start, end = ms(bar["start"]), ms(bar["end"])
+        first = start if first is None else first
+        bars += [_STAGE_CODE.get(bar["name"], bar["name"]), start - first, end - first]
+    return _encode([view["namespace"], view["name"], view["verdict"], first or 0, bars])
 
 
-def read_lane(raw: bytes) -> list[Any]:
-    """[namespace, name, uid, verdict, [stage, start ms, end ms, ...]]."""
-    return _decode(raw)
+def read_lane(uid: str, raw: bytes) -> list[Any]:
+    """[namespace, name, uid, verdict, [stage, start ms, end ms, ...]] of a kept entry."""
+    namespace, name, verdict, first, bars = _decode(raw)
+    for i in range(0, len(bars), 3):
+        code = bars[i]
+        bars[i] = _STAGE_NAMES[code] if isinstance(code, int) else code
+        bars[i + 1] += first
+        bars[i + 2] += first
+    return [namespace, name, uid, verdict, bars]
 
 
 class Aggregates:

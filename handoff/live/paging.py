@@ -255,22 +255,13 @@ def _search(
         walked = _walk(client, cluster, flt, after, limit, _named(client, cluster, text, found))
         if walked is not None:
             return walked
-    uids = [uid for uid, name in search.lookup(client, cluster, found).items() if text in name]
-    verdicts = flt.ordered_verdicts()
-    sets = _filters(cluster, flt)
-    scored: list[tuple[float, str]] = []
-    for start in range(0, len(uids), CHUNK):
-        chunk = uids[start : start + CHUNK]
-        pipe = client.pipeline(transaction=False)
-        for name in verdicts:
-            pipe.zmscore(store.index_key(cluster, "verdict", name), chunk)
-        replies = pipe.execute()
-        candidates = []
-        for index, uid in enumerate(chunk):
-            score = next((s[index] for s in replies if s[index] is not None), None)
-            if score is not None:
-                candidates.append((score, uid))
-        scored.extend(_keep(client, candidates, sets))
+    verdicts = set(flt.ordered_verdicts())
+    candidates = [
+        (score, uid)
+        for uid, (name, score) in search.lookup(client, cluster, found).items()
+        if text in name and score is not None and store.verdict_of_score(score) in verdicts
+    ]
+    scored = _keep(client, candidates, _filters(cluster, flt))
     scored.sort()
     if after is not None:
         scored = [item for item in scored if item > (after.score, after.uid)]

@@ -204,7 +204,7 @@ def fleet_kept(client: redis.Redis, cluster: str, lanes: int) -> dict[str, Any]:
     return {
         "evaluated_at": evaluated_at.decode() if evaluated_at else None,
         "durations": _histograms(hist),
-        "lanes": [read_lane(raw) for raw in raws if raw],
+        "lanes": [read_lane(u.decode(), raw) for u, raw in zip(uids, raws, strict=True) if raw],
         **counts(client, cluster),
         "handed": handed(client, cluster),
     }
@@ -299,7 +299,7 @@ def _namesakes(client: redis.Redis, cluster: str, namespace: str, name: str) -> 
     from the fold's name index (``live/search``): no scan."""
     text = search.fold(namespace, name)
     found = search.lookup(client, cluster, search.candidates(client, cluster, text))
-    return [uid for uid, folded in found.items() if folded == text]
+    return [uid for uid, (folded, _) in found.items() if folded == text]
 
 
 def watch_gaps(client: redis.Redis, cluster: str, view: dict[str, Any]) -> list[dict[str, str]]:

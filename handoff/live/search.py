@@ -79,6 +79,14 @@ def _unpack(raw: bytes) -> array[int]:
 
 # ---------------------------------------------------------------- the fold's side
 
+# ARGV: the trigram keys' prefix, then (trigram, packed ordinals) pairs (the keys share
+# the cluster's hash tag).
+_APPEND = """
+for i = 2, #ARGV, 2 do
+  redis.call('append', ARGV[1] .. ARGV[i], ARGV[i + 1])
+end
+"""
+
 
 class SearchIndex:
     """The fold's writer: ``queue`` a flush's new and removed pods into its pipeline
@@ -131,8 +139,11 @@ class SearchIndex:
         pipe.hset(names_key(self.cluster), mapping=names)
         for key, members in shards.items():
             pipe.hset(key, mapping={o & ((1 << SHARD_BITS) - 1): uid for o, uid in members.items()})
+        args: list[Any] = []
         for gram, ordinals in postings.items():
-            pipe.append(gram_key(self.cluster, gram), _pack(ordinals))
+            args += [gram, _pack(ordinals)]
+        for start in range(0, len(args), 2000):  # one script call, not a command a trigram
+            pipe.eval(_APPEND, 0, gram_key(self.cluster, ""), *args[start : start + 2000])
         pipe.set(next_key(self.cluster), self.next)
 
     def _drop(self, pipe: redis.client.Pipeline, gone: list[str]) -> None:
@@ -197,19 +208,23 @@ def candidates(client: redis.Redis, cluster: str, text: str) -> set[int]:
     return found or set()
 
 
-# KEYS[1]: the names hash. ARGV[1]: the ordinal shards' key prefix, then ordinals. For
-# each ordinal still a pod's: its uid and its names entry, in one round trip (the shard
-# keys share the cluster's hash tag, as the store's drop script's index keys do).
+# KEYS[1]: the names hash. ARGV[1]: the ordinal shards' key prefix, ARGV[2]: the
+# namespace indexes' key prefix, then ordinals. For each ordinal still a pod's: its uid,
+# its names entry and its rank score (from its namespace's index: namespaces are
+# lower-case, so the folded name starts with it), in one round trip. The keys share the
+# cluster's hash tag, as the store's drop script's index keys do.
 _LOOKUP = """
 local out = {}
-for i = 2, #ARGV do
+for i = 3, #ARGV do
   local o = tonumber(ARGV[i])
   local uid = redis.call('hget', ARGV[1] .. math.floor(o / SHARD), o % SHARD)
   if uid then
     local entry = redis.call('hget', KEYS[1], uid)
     if entry then
+      local namespace = string.match(entry, '\t([^/]*)/') or ''
       out[#out + 1] = uid
       out[#out + 1] = entry
+      out[#out + 1] = redis.call('zscore', ARGV[2] .. namespace, uid) or ''
     end
   end
 end
@@ -217,20 +232,23 @@ return out
 """.replace("SHARD", str(1 << SHARD_BITS))
 
 
-def lookup(client: redis.Redis, cluster: str, ordinals: Iterable[int]) -> dict[str, str]:
-    """uid -> folded namespace/name of the candidates that are still those pods (a uid
-    whose entry names another ordinal was indexed again, and is found by that one)."""
+def lookup(
+    client: redis.Redis, cluster: str, ordinals: Iterable[int]
+) -> dict[str, tuple[str, float | None]]:
+    """uid -> (folded namespace/name, rank score or None) of the candidates that are
+    still those pods (a uid whose entry names another ordinal is found by that one)."""
     ordinals = list(ordinals)
     if not ordinals:
         return {}
     prefix = ordinal_key(cluster, 0)[:-1]
-    reply = client.eval(_LOOKUP, 1, names_key(cluster), prefix, *ordinals)
+    ns_prefix = store.index_key(cluster, "ns", "")
+    reply = client.eval(_LOOKUP, 1, names_key(cluster), prefix, ns_prefix, *ordinals)
     out = {}
     wanted = set(ordinals)
-    for i in range(0, len(reply), 2):
+    for i in range(0, len(reply), 3):
         number, _, text = reply[i + 1].decode().partition("\t")
         if int(number) in wanted:
-            out[reply[i].decode()] = text
+            out[reply[i].decode()] = (text, float(reply[i + 2]) if reply[i + 2] else None)
     return out
 
 
