@@ -174,6 +174,10 @@ class Aggregates:
         nodes = [key.decode() for key in self.client.scan_iter(match=pattern, count=1000)]
         return [hist_key(self.cluster), recent_key(self.cluster), lanes_key(self.cluster), *nodes]
 
+    def present(self) -> bool:
+        """Kept for the stored pods (any stored pod is in the lane)."""
+        return bool(self.client.exists(recent_key(self.cluster)))
+
     def forget(self) -> None:
         self.parts = {}
         self.oldest = float("-inf")

@@ -145,9 +145,12 @@ class Folder(Snapshots):
     def _store_matches(self, written: dict[str, tuple[str, str, str]]) -> bool:
         """Nothing was flushed after the snapshot (by a worker that then died), and the
         views hash holds a view for each pod of the snapshot, and no other."""
-        return self.clean_at(self.loaded_cursor) and self.client.hlen(
-            store.pods_key(self.cluster)
-        ) == len(written)
+        return (
+            self.clean_at(self.loaded_cursor)
+            and self.client.hlen(store.pods_key(self.cluster)) == len(written)
+            # Stored by a version that kept no fleet aggregates or name index: count again.
+            and (not written or (self.aggregates.present() and self.search.present()))
+        )
 
     def clean_at(self, cursor: str | None) -> bool:
         """The stored snapshot and the last flush both cover the stream up to ``cursor``."""

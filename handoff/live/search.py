@@ -104,6 +104,10 @@ class SearchIndex:
         pattern = store.k(self.cluster, "sx", "*")
         return [key.decode() for key in self.client.scan_iter(match=pattern, count=1000)]
 
+    def present(self) -> bool:
+        """Kept for the stored pods (the ordinal counter exists once one is indexed)."""
+        return bool(self.client.exists(next_key(self.cluster)))
+
     def forget(self) -> None:
         self.next, self.dead = 0, {}
 

@@ -224,3 +224,19 @@ def _folder(client: redis.Redis, cluster: str, lane: int) -> Folder:
         pass
     folder.flush()
     return folder
+
+
+def test_a_store_written_without_the_fleet_keys_is_counted_again(redis_client):
+    """A clean hand-over from a version that kept neither the fleet's aggregates nor the
+    name index: the successor rewrites every pod, as after a crash, and both are whole."""
+    cluster = "upgraded"
+    first = fold_into_redis(redis_client, cluster, TRACES / "recreated-same-name.jsonl")
+    first.snapshot()
+    for key in first.aggregates.keys() + first.search.keys():
+        redis_client.delete(key)
+    successor = Folder(redis_client, cluster, FoldSettings(block_ms=1))
+    successor.restore()
+    assert len(successor.aggregates.parts) == len(successor.written) > 0
+    _fleet_same(redis_client, cluster)
+    view = next(queries.all_views(redis_client, cluster))
+    assert queries.pod(redis_client, cluster, view["namespace"], view["name"], None) is not None
