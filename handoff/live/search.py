@@ -118,13 +118,21 @@ class SearchIndex:
         removed: Iterable[str],
         written: dict[str, tuple[str, str, str]],
     ) -> None:
-        """Index the pods written for the first time; unindex the removed ones."""
-        new = [(uid, view) for uid, (view, _) in views.items() if uid not in written]
-        if new:
-            self._add(pipe, new)
+        """Index the pods written for the first time; unindex the removed ones. A uid's
+        namespace/name never changes in Kubernetes; one whose namespace did (a test's
+        writer, a hand-made trace) is indexed again."""
+        new, moved = [], []
+        for uid, (view, _) in views.items():
+            before = written.get(uid)
+            if before is None:
+                new.append((uid, view))
+            elif before[1] != view["namespace"]:
+                moved.append((uid, view))
         gone = [uid for uid in removed if uid in written and uid not in views]
-        if gone:
-            self._drop(pipe, gone)
+        if gone or moved:
+            self._drop(pipe, gone + [uid for uid, _ in moved])
+        if new or moved:
+            self._add(pipe, new + moved)
 
     def _add(self, pipe: redis.client.Pipeline, new: list[tuple[str, dict[str, Any]]]) -> None:
         if self.next is None:
