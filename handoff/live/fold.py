@@ -35,7 +35,9 @@ from handoff.core.trace import (
 from handoff.core.viewcodec import encode_view
 from handoff.core.views import pod_view
 from handoff.live import queries, store
+from handoff.live.aggregates import Aggregates
 from handoff.live.push import Publisher, messages
+from handoff.live.search import SearchIndex
 from handoff.live.snapshots import Snapshots, read_snapshot
 
 log = logging.getLogger(__name__)
@@ -104,6 +106,8 @@ class Folder(Snapshots):
         interval = settings.gc_settle_interval
         self.tenure = Tenure(interval) if interval else None
         self.saver: tuple[int, str, float] | None = None  # background snapshot: pid, cursor, start
+        self.aggregates = Aggregates(client, cluster)  # the fleet page's, kept as views are written
+        self.search = SearchIndex(client, cluster)  # the name index free-text search reads
 
     # ------------------------------------------------------------ restore
 
@@ -148,9 +152,12 @@ class Folder(Snapshots):
     def _store_matches(self, written: dict[str, tuple[str, str, str]]) -> bool:
         """Nothing was flushed after the snapshot (by a worker that then died), and the
         views hash holds a view for each pod of the snapshot, and no other."""
-        return self.clean_at(self.loaded_cursor) and self.client.hlen(
-            store.pods_key(self.cluster)
-        ) == len(written)
+        return (
+            self.clean_at(self.loaded_cursor)
+            and self.client.hlen(store.pods_key(self.cluster)) == len(written)
+            # Stored by a version that kept no fleet aggregates or name index: count again.
+            and (not written or (self.aggregates.present() and self.search.present()))
+        )
 
     def clean_at(self, cursor: str | None) -> bool:
         """The stored snapshot and the last flush both cover the stream up to ``cursor``."""
@@ -182,6 +189,9 @@ class Folder(Snapshots):
         pattern = store.index_key(self.cluster, "*", "*")
         keys = list(self.client.scan_iter(match=pattern, count=1000))
         keys.append(store.node_verdicts_key(self.cluster))  # counted from the same writes
+        keys += self.aggregates.keys() + self.search.keys()
+        self.aggregates.forget()
+        self.search.forget()
         for start in range(0, len(keys), 500):
             self.client.delete(*keys[start : start + 500])
         self.written = {}
@@ -339,6 +349,8 @@ class Folder(Snapshots):
             self.timed.discard(uid)
         stamp = format_time(now)
         pipe = self.client.pipeline(transaction=False)
+        self.aggregates.queue(pipe, views, removed, self.written)
+        self.search.queue(pipe, views, removed, self.written)
         store.write_pods(pipe, self.cluster, views, self.written)
         if removed:
             store.drop_pods(pipe, self.cluster, removed, self.written)
@@ -363,7 +375,7 @@ class Folder(Snapshots):
             self.nodes_dirty = False
             self.nodes_written = self.clock()
         pipe.hset(store.fold_key(self.cluster), mapping=progress)
-        pipe.execute()
+        self.aggregates.settle(pipe.execute(), len(self.written))
         if self.publisher is not None and (views or removed):
             pushed = [view for view, _ in views.values()]
             counts = queries.counts(self.client, self.cluster)["verdicts"]
@@ -446,8 +458,11 @@ class Folder(Snapshots):
         if gone:
             self.dirty.difference_update(gone)
             pipe = self.client.pipeline(transaction=False)
+            self.aggregates.queue(pipe, {}, gone, self.written)
+            self.search.queue(pipe, {}, gone, self.written)
             store.drop_pods(pipe, self.cluster, gone, self.written)
-            pipe.execute()
+            self.aggregates.settle(pipe.execute(), len(self.written))
+            self.search.compact()
             if self.publisher is not None:
                 counts = queries.counts(self.client, self.cluster)["verdicts"]
                 stamp = format_time(self.now())

@@ -5,15 +5,15 @@ The indexes (``handoff/live/store.py``) are zsets scored by ``store.rank_score``
 is one score range and ascending score is the triage order. A page walks the most selective
 index that applies (the verdict indexes, or the namespace, node or binding index) in that
 order from a keyset cursor, checks the other filters with ZMSCORE, and reads only the views
-it returns. Nothing here loads or scans every pod of a cluster, except free-text search,
-which lets Redis match names server-side (ZSCAN MATCH) and orders only the matches.
+it returns. Nothing here loads or scans every pod of a cluster: free-text search reads
+the fold's trigram index (``live/search``).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,11 +22,15 @@ import redis
 
 from handoff.core import verdicts as v
 from handoff.core.viewcodec import decode_view
-from handoff.live import store
+from handoff.live import search, store
 
 MAX_LIMIT = 500
 MAX_Q = 200
 CHUNK = 1000  # index entries read per round trip while walking
+DIRECT = 4000  # name-search candidates ordered directly; more: the triage order is walked
+WALK_MAX = 20_000  # pods a name search walks before it orders its candidates instead
+SHORT_Q = f"q needs at least {search.GRAM} characters (shorter text would match most pods)"
+Matcher = Callable[[list[tuple[float, str]]], list[tuple[float, str]]]
 
 
 class QueryError(ValueError):
@@ -52,6 +56,9 @@ class PodFilter:
         if not self.q.isprintable():
             # Names are printable; dropping the rest would silently widen the search.
             raise QueryError("q must be printable text (no control characters)")
+        if self.q and len(self.q.casefold()) < search.GRAM:
+            # The name index holds trigrams: shorter text could only be answered by a scan.
+            raise QueryError(SHORT_Q)
 
     def ordered_verdicts(self) -> tuple[str, ...]:
         wanted = set(self.verdicts)
@@ -111,7 +118,7 @@ def pods_page(
     if flt.q:
         picked, more = _search(client, cluster, flt, after, limit)
     else:
-        picked, more = _walk(client, cluster, flt, after, limit)
+        picked, more = _walk(client, cluster, flt, after, limit) or ([], False)
     found = views(client, cluster, [uid for _, uid in picked])
     pods = [found[uid] for _, uid in picked if uid in found]
     last = picked[-1] if picked and more else None
@@ -143,8 +150,15 @@ def _filters(cluster: str, flt: PodFilter) -> _Sets:
 
 
 def _walk(
-    client: redis.Redis, cluster: str, flt: PodFilter, after: Cursor | None, limit: int
-) -> tuple[list[tuple[float, str]], bool]:
+    client: redis.Redis,
+    cluster: str,
+    flt: PodFilter,
+    after: Cursor | None,
+    limit: int,
+    match: Matcher | None = None,
+) -> tuple[list[tuple[float, str]], bool] | None:
+    """The page in triage order from the indexes. ``match`` also filters each chunk (a
+    name search); with it, the walk gives up (None) after WALK_MAX pods examined."""
     verdicts = flt.ordered_verdicts()
     sets = _filters(cluster, flt)
     verdict_keys = [store.index_key(cluster, "verdict", name) for name in verdicts]
@@ -160,16 +174,21 @@ def _walk(
         if sizes[len(verdict_keys) + smallest] < by_verdict:
             driver = sets.within[smallest]
     checks = _Sets([key for key in sets.within if key != driver], sets.outside)
-    size = CHUNK if checks else limit + 1
+    size = CHUNK if checks or match else limit + 1
     found: list[tuple[float, str]] = []
+    examined = 0
     for key, name in zip(verdict_keys, verdicts, strict=True):
         low, high = store.verdict_range(name)
         if after is not None and after.score >= high:
             continue
         for chunk in _ranged(client, driver or key, low, high, after, size):
-            found.extend(_keep(client, chunk, checks))
+            kept = _keep(client, chunk, checks)
+            found.extend(match(kept) if match is not None else kept)
             if len(found) > limit:
                 return found[:limit], True
+            examined += len(chunk)
+            if match is not None and examined >= WALK_MAX:
+                return None
     return found, False
 
 
@@ -220,50 +239,47 @@ def _keep(
     ]
 
 
-def glob_pattern(q: str) -> str:
-    """ZSCAN MATCH pattern of a case-insensitive substring of ``namespace/name``."""
-    out = []
-    for char in q:
-        if char in "*?[]\\":
-            out.append("\\" + char)
-        elif char.lower() != char.upper() and len(char.lower()) == len(char.upper()) == 1:
-            out.append(f"[{char.lower()}{char.upper()}]")
-        elif char.isprintable():
-            out.append(char)
-    # The uid after the separator is not searched: the match must end before it.
-    return "*" + "".join(out) + "*" + store.NAME_SEPARATOR + "*"
-
-
 def _search(
     client: redis.Redis, cluster: str, flt: PodFilter, after: Cursor | None, limit: int
 ) -> tuple[list[tuple[float, str]], bool]:
-    """Free text: Redis matches the names (ZSCAN MATCH over the change index, whose members
-    start with namespace/name); only the matches are scored, filtered and sorted."""
-    uids = [
-        store.member_uid(member)
-        for member, _ in client.zscan_iter(
-            store.changed_key(cluster), match=glob_pattern(flt.q), count=5000
-        )
+    """Free text from the fold's name index (``live/search``), never a scan: the rarest
+    trigrams' postings give the candidates. Few: their names are checked and only the
+    matches ordered. Many (a namespace, a common word): the triage order is walked and
+    each chunk's names checked, which finds a page of a broad match in a few chunks."""
+    text = flt.q.casefold()
+    try:
+        found = search.candidates(client, cluster, text)
+    except search.SearchTooShort as exc:
+        raise QueryError(SHORT_Q) from exc
+    if len(found) > DIRECT:
+        walked = _walk(client, cluster, flt, after, limit, _named(client, cluster, text, found))
+        if walked is not None:
+            return walked
+    verdicts = set(flt.ordered_verdicts())
+    candidates = [
+        (score, uid)
+        for uid, (name, score) in search.lookup(client, cluster, found).items()
+        if text in name and score is not None and store.verdict_of_score(score) in verdicts
     ]
-    verdicts = flt.ordered_verdicts()
-    sets = _filters(cluster, flt)
-    scored: list[tuple[float, str]] = []
-    for start in range(0, len(uids), CHUNK):
-        chunk = uids[start : start + CHUNK]
-        pipe = client.pipeline(transaction=False)
-        for name in verdicts:
-            pipe.zmscore(store.index_key(cluster, "verdict", name), chunk)
-        replies = pipe.execute()
-        candidates = []
-        for index, uid in enumerate(chunk):
-            score = next((s[index] for s in replies if s[index] is not None), None)
-            if score is not None:
-                candidates.append((score, uid))
-        scored.extend(_keep(client, candidates, sets))
+    scored = _keep(client, candidates, _filters(cluster, flt))
     scored.sort()
     if after is not None:
         scored = [item for item in scored if item > (after.score, after.uid)]
     return scored[:limit], len(scored) > limit
+
+
+def _named(client: redis.Redis, cluster: str, text: str, found: set[int]) -> Matcher:
+    """A walk's filter: the pods whose indexed name holds ``text`` (and is a candidate)."""
+
+    def match(chunk: list[tuple[float, str]]) -> list[tuple[float, str]]:
+        named = search.names(client, cluster, [uid for _, uid in chunk])
+        return [
+            item
+            for item, entry in zip(chunk, named, strict=True)
+            if entry is not None and entry[0] in found and text in entry[1]
+        ]
+
+    return match
 
 
 def _total(client: redis.Redis, cluster: str, flt: PodFilter) -> int | None:

@@ -20,17 +20,18 @@ import redis
 
 from handoff.core import verdicts as v
 from handoff.core.durations import not_observed, summarise
+from handoff.core.histogram import Histogram
 from handoff.core.owners import LOOP_WINDOW, STALE_AFTER, stale_note
 from handoff.core.trace import format_time, parse_time
 from handoff.core.viewcodec import decode_view
-from handoff.live import clusters, store
+from handoff.live import aggregates, clusters, search, store
+from handoff.live.aggregates import NODE_DURATIONS, read_lane
 from handoff.live.clusters import ClusterConfig
 from handoff.live.paging import views
 
 ATTENTION: tuple[str, ...] = tuple(n for n in store.RANKED if v.VERDICTS[n].attention)
 SAMPLE = 3000  # pods read for the duration percentiles of a bigger cluster
 RESUME_MAX = 2000  # changes a resuming client is sent; beyond that it reloads
-NAMESAKES_SCAN = 20000  # ZSCAN COUNT when finding a name's pods in the change index
 
 
 # ------------------------------------------------------------------ summary
@@ -208,6 +209,50 @@ def handed(client: redis.Redis, cluster: str) -> dict[str, dict[str, int]]:
     return out
 
 
+def _histograms(raw: dict[bytes, bytes]) -> dict[str, Histogram]:
+    """A kept histogram hash ("<duration>:<bucket>|z|u" -> pods) by duration."""
+    out: dict[str, Histogram] = {}
+    for field, count in raw.items():
+        name, _, suffix = field.decode().partition(":")
+        out.setdefault(name, Histogram()).add_field(suffix, int(count))
+    return out
+
+
+def fleet_kept(client: redis.Redis, cluster: str, lanes: int) -> dict[str, Any]:
+    """What the fold keeps for the fleet page (``live/aggregates``), in one round trip
+    plus the lanes: the cluster's duration histograms, pods per verdict, all pods, the
+    ``lanes`` newest pods' swimlane entries (oldest first) and the pods handed per node
+    and verdict. Sized by buckets, nodes and ``lanes``, not by pods."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hgetall(aggregates.hist_key(cluster))
+    pipe.zrevrange(aggregates.recent_key(cluster), 0, lanes - 1)
+    pipe.hget(store.fold_key(cluster), "evaluated_at")
+    hist, newest, evaluated_at = pipe.execute()
+    uids = list(reversed(newest)) if lanes > 0 else []
+    raws = client.hmget(aggregates.lanes_key(cluster), uids) if uids else []
+    return {
+        "evaluated_at": evaluated_at.decode() if evaluated_at else None,
+        "durations": _histograms(hist),
+        "lanes": [read_lane(u.decode(), raw) for u, raw in zip(uids, raws, strict=True) if raw],
+        **counts(client, cluster),
+        "handed": handed(client, cluster),
+    }
+
+
+def node_histograms(
+    client: redis.Redis, cluster: str, nodes: list[str]
+) -> dict[str, dict[str, Histogram]]:
+    """node -> duration -> the kept histogram of the pods handed to it (NODE_DURATIONS)."""
+    pipe = client.pipeline(transaction=False)
+    for node in nodes:
+        pipe.hgetall(aggregates.node_hist_key(cluster, node))
+    out = {}
+    for node, raw in zip(nodes, pipe.execute(), strict=True):
+        kept = _histograms(raw)
+        out[node] = {name: kept.get(name, Histogram()) for name in NODE_DURATIONS}
+    return out
+
+
 def on_missing_nodes(
     client: redis.Redis, cluster: str, nodes: list[str]
 ) -> Iterator[dict[str, Any]]:
@@ -279,19 +324,11 @@ def pod(
 
 
 def _namesakes(client: redis.Redis, cluster: str, namespace: str, name: str) -> list[str]:
-    """The uids of a name's pods. The change index's members start with namespace/name:
-    Redis finds them itself (ZSCAN MATCH), without reading a whole namespace's views."""
-    pattern = _glob_escape(store.name_member(namespace, name, "")) + "*"
-    return [
-        store.member_uid(member)
-        for member, _ in client.zscan_iter(
-            store.changed_key(cluster), match=pattern, count=NAMESAKES_SCAN
-        )
-    ]
-
-
-def _glob_escape(text: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+    """The uids of a name's pods (case aside: the caller compares the views' names),
+    from the fold's name index (``live/search``): no scan."""
+    text = search.fold(namespace, name)
+    found = search.lookup(client, cluster, search.candidates(client, cluster, text))
+    return [uid for uid, (folded, _) in found.items() if folded == text]
 
 
 def watch_gaps(client: redis.Redis, cluster: str, view: dict[str, Any]) -> list[dict[str, str]]:

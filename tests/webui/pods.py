@@ -14,6 +14,8 @@ from handoff.core import verdicts as v
 from handoff.core.trace import format_time
 from handoff.core.viewcodec import encode_view
 from handoff.live import queries, store
+from handoff.live.aggregates import Aggregates
+from handoff.live.search import SearchIndex
 from tests.live.helpers import fold_all
 
 TRACES = Path(__file__).parent.parent / "data" / "traces"
@@ -62,11 +64,14 @@ def write(
 ) -> dict:
     previous = {} if previous is None else previous
     items = list(views.items())
+    kept, names = Aggregates(client, cluster), SearchIndex(client, cluster)
     for start in range(0, len(items), batch):
         pipe = client.pipeline(transaction=False)
         chunk = {uid: (view, encode_view(view)) for uid, view in items[start : start + batch]}
+        kept.queue(pipe, chunk, [], previous)
+        names.queue(pipe, chunk, [], previous)
         store.write_pods(pipe, cluster, chunk, previous)
-        pipe.execute()
+        kept.settle(pipe.execute(), len(previous))
     return previous
 
 
@@ -95,6 +100,8 @@ class FoldWriter:
         self.cluster = cluster
         self.previous: dict = {}
         self.ms = ms
+        self.kept = Aggregates(client, cluster)
+        self.names = SearchIndex(client, cluster)
 
     @property
     def cursor(self) -> str:
@@ -106,9 +113,12 @@ class FoldWriter:
             store.events_key(self.cluster), {store.STREAM_FIELD: b"{}"}, id=self.cursor
         )
         pipe = self.client.pipeline(transaction=False)
-        store.write_pods(pipe, self.cluster, stored(views), self.previous)
+        written = stored(views)
+        self.kept.queue(pipe, written, list(removed), self.previous)
+        self.names.queue(pipe, written, list(removed), self.previous)
+        store.write_pods(pipe, self.cluster, written, self.previous)
         if removed:
             store.drop_pods(pipe, self.cluster, list(removed), self.previous)
         pipe.hset(store.fold_key(self.cluster), "cursor", self.cursor)
-        pipe.execute()
+        self.kept.settle(pipe.execute(), len(self.previous))
         return self.cursor

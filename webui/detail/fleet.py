@@ -6,16 +6,18 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from handoff.core import verdicts as v
 from handoff.core.durations import percentile
+from handoff.core.histogram import PER_DECADE, Histogram, at_ranks
 from handoff.core.trace import observed_time, parse_time
+from handoff.live.queries import NODE_DURATIONS
 from webui.detail.rows import PodRow
 
 FLEET_DURATIONS = ("create_to_bind", "bind_to_ack", "ack_to_running", "create_to_running")
-HEATMAP_LATENCY = ("bind_to_ack", "ack_to_running", "create_to_running")
+HEATMAP_LATENCY = NODE_DURATIONS  # the fold keeps these per node
 # The handoff failures a node can be blamed for (unscheduled pods have no node).
 FAILURES = (
     v.STUCK,
@@ -33,21 +35,28 @@ HEATMAP_NODES = 60
 SWIMLANE_LIMIT = 10_000
 
 
+def _empty(unobserved: int) -> dict[str, Any]:
+    return {
+        "count": 0,
+        "not_observed": unobserved,
+        "p50": None,
+        "p90": None,
+        "p99": None,
+        "histogram": None,
+        "ecdf": None,
+    }
+
+
 def distribution(values: list[float], unobserved: int = 0) -> dict[str, Any]:
     """Percentiles, a log-binned histogram and a down-sampled ECDF of one duration, over
     the ``count`` pods it was measured for; ``not_observed`` pods reached its end unseen."""
     values = sorted(values)
     n = len(values)
     if not n:
-        return {
-            "count": 0,
-            "not_observed": unobserved,
-            "p50": None,
-            "p90": None,
-            "p99": None,
-            "histogram": None,
-            "ecdf": None,
-        }
+        return _empty(unobserved)
+    kept = Histogram()
+    for x in values:
+        kept.add(x)
     return {
         "count": n,
         "not_observed": unobserved,
@@ -55,37 +64,60 @@ def distribution(values: list[float], unobserved: int = 0) -> dict[str, Any]:
         "p90": percentile(values, 0.90),
         "p99": percentile(values, 0.99),
         "max": values[-1],
-        "histogram": histogram(values),
+        "histogram": histogram(kept),
         "ecdf": ecdf(values),
     }
 
 
-def histogram(values: list[float]) -> dict[str, list[float]]:
-    """Counts in log-spaced bins (durations span milliseconds to hours). Zero, which a
-    coarse one-second timestamp can give, goes in the first bin."""
-    positive = [x for x in values if x > 0]
-    low = math.floor(math.log10(positive[0])) if positive else -2
-    high = math.ceil(math.log10(values[-1])) if positive else -1
+def kept_distribution(kept: Histogram) -> dict[str, Any]:
+    """``distribution`` from a kept histogram: counts exact; percentiles, max and the
+    ECDF's x within ``histogram.RELATIVE_ERROR``; the binned histogram the same."""
+    n = kept.count
+    if not n:
+        return _empty(kept.unobserved)
+    ranked = kept.ranked()
+    p50, p90, p99 = at_ranks(ranked, [max(1, math.ceil(f * n)) for f in (0.5, 0.9, 0.99)])
+    ranks = _ecdf_ranks(n)
+    return {
+        "count": n,
+        "not_observed": kept.unobserved,
+        "p50": p50,
+        "p90": p90,
+        "p99": p99,
+        "max": ranked[-1][0],
+        "histogram": histogram(kept),
+        "ecdf": {"x": at_ranks(ranked, ranks), "y": [round(r / n, 6) for r in ranks]},
+    }
+
+
+def histogram(kept: Histogram) -> dict[str, list[float]]:
+    """Counts in log-spaced bins (durations span milliseconds to hours), from decade to
+    decade around the values: three kept buckets a bin. Zero, which a coarse one-second
+    timestamp can give, goes in the first bin."""
+    low_bucket, high_bucket = kept.low_bucket(), kept.high_bucket()
+    low = low_bucket // PER_DECADE if low_bucket is not None else -2
+    high = high_bucket // PER_DECADE + 1 if high_bucket is not None else -1
     high = max(high, low + 1)
     bins = (high - low) * BINS_PER_DECADE
     edges = [10 ** (low + i / BINS_PER_DECADE) for i in range(bins + 1)]
     counts = [0] * bins
-    for x in values:
-        index = 0 if x <= edges[0] else int((math.log10(x) - low) * BINS_PER_DECADE)
-        counts[min(max(index, 0), bins - 1)] += 1
+    counts[0] += kept.zero
+    step = PER_DECADE // BINS_PER_DECADE
+    for k, count in kept.buckets.items():
+        counts[min(max((k - low * PER_DECADE) // step, 0), bins - 1)] += count
     return {"edges": [round(e, 6) for e in edges], "counts": counts}
+
+
+def _ecdf_ranks(n: int) -> list[int]:
+    steps = min(n, ECDF_POINTS)
+    return [math.ceil(i * n / steps) for i in range(1, steps + 1)]
 
 
 def ecdf(values: list[float]) -> dict[str, list[float]]:
     """The empirical CDF at up to ECDF_POINTS evenly spaced fractions."""
     n = len(values)
-    steps = min(n, ECDF_POINTS)
-    xs, ys = [], []
-    for i in range(1, steps + 1):
-        rank = math.ceil(i * n / steps)
-        xs.append(values[rank - 1])
-        ys.append(round(rank / n, 6))
-    return {"x": xs, "y": ys}
+    ranks = _ecdf_ranks(n)
+    return {"x": [values[r - 1] for r in ranks], "y": [round(r / n, 6) for r in ranks]}
 
 
 class Fleet:
@@ -134,6 +166,11 @@ class Fleet:
 
     def result(self, evaluated_at: str | None) -> dict[str, Any]:
         chosen = [row for _, _, row in sorted(self.recent, key=lambda i: i[:2])]
+        nodes, more = rank_nodes(self.pods, self.failures)
+        p90 = {
+            node: {name: _p90(self.latency.get(node, {}).get(name, [])) for name in HEATMAP_LATENCY}
+            for node in nodes
+        }
         return {
             "evaluated_at": evaluated_at,
             "pods": self.total,
@@ -143,9 +180,43 @@ class Fleet:
                 name: distribution(self.samples[name], self.unobserved[name])
                 for name in FLEET_DURATIONS
             },
-            "heatmap": heatmap(self.pods, self.failures, self.latency),
-            "swimlane": swimlane(chosen, self.total - len(chosen)),
+            "heatmap": heatmap(self.pods, self.failures, p90, nodes, more),
+            "swimlane": swimlane([_lane(row) for row in chosen], self.total - len(chosen)),
         }
+
+
+def kept_fleet(
+    kept: dict[str, Any],
+    node_histograms: Callable[[list[str]], dict[str, dict[str, Histogram]]],
+) -> dict[str, Any]:
+    """The fleet page from what the fold keeps (``queries.fleet_kept``), never from
+    every pod: the same answer as ``fleet_digest`` over every stored view, with the
+    percentiles read from kept histograms (within ``histogram.RELATIVE_ERROR``)."""
+    pods: Counter[str] = Counter()
+    failures: dict[str, Counter[str]] = {}
+    for node, counts in kept["handed"].items():
+        pods[node] = sum(counts.values())
+        failed = Counter({f: counts[f] for f in FAILURES if counts.get(f)})
+        if failed:
+            failures[node] = failed
+    nodes, more = rank_nodes(pods, failures)
+    hists = node_histograms(nodes)
+    p90 = {
+        node: {name: hists[node][name].quantile(0.9) for name in HEATMAP_LATENCY} for node in nodes
+    }
+    durations = kept["durations"]
+    lanes = kept["lanes"]
+    return {
+        "evaluated_at": kept["evaluated_at"],
+        "pods": kept["pods"],
+        "verdicts": {name: kept["verdicts"].get(name, 0) for name in v.VERDICT_NAMES},
+        "slo_seconds": SLO_SECONDS,
+        "durations": {
+            name: kept_distribution(durations.get(name) or Histogram()) for name in FLEET_DURATIONS
+        },
+        "heatmap": heatmap(pods, failures, p90, nodes, more),
+        "swimlane": swimlane(lanes, kept["pods"] - len(lanes)),
+    }
 
 
 def fleet_digest(
@@ -158,25 +229,31 @@ def fleet_digest(
     return fleet.result(evaluated_at)
 
 
+def rank_nodes(pods: Counter[str], failures: dict[str, Counter[str]]) -> tuple[list[str], int]:
+    """The heatmap's rows: the nodes with the most handoff failures, then the most pods,
+    then by name; and how many nodes are left out."""
+    ranked = sorted(
+        pods, key=lambda node: (-sum(failures.get(node, {}).values()), -pods[node], node)
+    )
+    return ranked[:HEATMAP_NODES], max(0, len(ranked) - HEATMAP_NODES)
+
+
 def heatmap(
     pods: Counter[str],
     failures: dict[str, Counter[str]],
-    latency: dict[str, dict[str, list[float]]],
+    p90: dict[str, dict[str, float | None]],
+    nodes: list[str],
+    more: int,
 ) -> dict[str, Any]:
-    """Rows: the nodes with the most handoff failures (then the most pods)."""
-    ranked = sorted(pods, key=lambda node: (-sum(failures.get(node, {}).values()), -pods[node]))
-    nodes = ranked[:HEATMAP_NODES]
+    """The heatmaps of the ranked ``nodes``: failures by kind, p90 latencies."""
     return {
         "nodes": nodes,
-        "more_nodes": max(0, len(ranked) - len(nodes)),
+        "more_nodes": more,
         "pods": [pods[node] for node in nodes],
         "failures": list(FAILURES),
         "counts": [[failures.get(node, Counter())[f] for f in FAILURES] for node in nodes],
         "latency": list(HEATMAP_LATENCY),
-        "p90": [
-            [_p90(latency.get(node, {}).get(name, [])) for name in HEATMAP_LATENCY]
-            for node in nodes
-        ],
+        "p90": [[p90[node][name] for name in HEATMAP_LATENCY] for node in nodes],
     }
 
 
@@ -184,28 +261,30 @@ def _p90(values: list[float]) -> float | None:
     return percentile(sorted(values), 0.90) if values else None
 
 
-def swimlane(chosen: list[PodRow], left_out: int) -> dict[str, Any]:
+def _lane(row: PodRow) -> list[Any]:
+    """A row as the fold keeps a swimlane entry (``aggregates.lane``)."""
+    bars: list[Any] = []
+    for bar in row.stage_bars():
+        bars += [bar["name"], round(_time(bar["start"]) * 1000), round(_time(bar["end"]) * 1000)]
+    return [row.namespace, row.name, row.uid, row.verdict, bars]
+
+
+def swimlane(chosen: list[list[Any]], left_out: int) -> dict[str, Any]:
     """Stage bars of the chosen pods (the most recently created), one lane each, as
-    compact columns (milliseconds since ``base``) the page turns into WebGL segments."""
-    lanes = []
+    compact columns (milliseconds since ``base``) the page turns into WebGL segments.
+    ``chosen``: [namespace, name, uid, verdict, [stage, start ms, end ms, ...]] each."""
+    starts = [flat[i] for *_, flat in chosen for i in range(1, len(flat), 3)]
+    base = min(starts) if starts else 0
     bars: dict[str, list[list[int]]] = {}
-    times = []
-    parsed: list[list[tuple[str, float, float]]] = []
-    for row in chosen:
-        pod_bars = []
-        for bar in row.stage_bars():
-            start, end = _time(bar["start"]), _time(bar["end"])
-            pod_bars.append((bar["name"], start, end))
-            times.append(start)
-        parsed.append(pod_bars)
-    base = min(times) if times else 0.0
-    for lane, (row, pod_bars) in enumerate(zip(chosen, parsed, strict=True)):
-        lanes.append([row.namespace, row.name, row.uid, row.verdict])
-        for name, start, end in pod_bars:
-            bars.setdefault(name, []).append(
-                [lane, round((start - base) * 1000), round((end - base) * 1000)]
-            )
-    return {"base_ms": round(base * 1000), "lanes": lanes, "bars": bars, "left_out": left_out}
+    lanes = []
+    for lane, (namespace, name, uid, verdict, flat) in enumerate(chosen):
+        lanes.append([namespace, name, uid, verdict])
+        for i in range(0, len(flat), 3):
+            stage = bars.get(flat[i])
+            if stage is None:
+                stage = bars[flat[i]] = []
+            stage.append([lane, flat[i + 1] - base, flat[i + 2] - base])
+    return {"base_ms": base, "lanes": lanes, "bars": bars, "left_out": left_out}
 
 
 def _time(text: str) -> float:

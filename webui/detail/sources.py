@@ -17,6 +17,7 @@ from django.conf import settings
 
 from handoff import conf
 from handoff.core import verdicts as v
+from handoff.core.histogram import Histogram
 from handoff.core.report import outline
 from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
@@ -26,11 +27,14 @@ from handoff.live.queries import pick, with_others
 from handoff.offline.replay import ReplayState
 from webui.detail.rows import PodRow, row_from_pod, row_from_view
 
-DIGEST_TTL = 5.0  # seconds a live cluster's fleet/nodes aggregates are reused
+SHARED_TTL = 1.0  # seconds a live cluster's fleet answer is reused in one process
+_shared: dict[tuple[str, str, str], tuple[float, dict[str, Any]]] = {}
+_shared_lock = threading.Lock()
+_shared_gates: dict[tuple[str, str, str], threading.Lock] = {}
 
 
 def client() -> redis.Redis:
-    """This process's client for the detail pages (10 s per command: the digests)."""
+    """This process's client for the detail pages."""
     return conf.redis_client(timeout=10, shared=True)
 
 
@@ -61,25 +65,26 @@ class LiveSource:
         for view in queries.on_missing_nodes(self.client, self.cluster, nodes):
             yield row_from_view(view)
 
-    def digest(self, kind: str, make: Callable[[LiveSource], dict[str, Any]]) -> dict[str, Any]:
-        """An aggregate over every pod, reused for DIGEST_TTL seconds: one pass over
-        150,000 stored views costs seconds, a page refresh should not. Requests arriving
-        while it is computed wait for that one computation."""
+    def fleet_kept(self, lanes: int) -> dict[str, Any]:
+        return queries.fleet_kept(self.client, self.cluster, lanes)
+
+    def shared(self, kind: str, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """An answer built at most once per SHARED_TTL per process: the fleet's swimlane
+        of 10,000 pods costs tens of milliseconds to build, and fifty people opening the
+        page in the same second need it once. Requests arriving meanwhile wait for it."""
         key = (settings.REDIS_URL, self.cluster, kind)
-        with _digest_lock:
-            gate = _digest_gates.setdefault(key, threading.Lock())
+        with _shared_lock:
+            gate = _shared_gates.setdefault(key, threading.Lock())
         with gate:
-            hit = _digests.get(key)
-            if hit is not None and time.monotonic() - hit[0] < DIGEST_TTL:
+            hit = _shared.get(key)
+            if hit is not None and time.monotonic() - hit[0] < SHARED_TTL:
                 return hit[1]
-            value = make(self)
-            _digests[key] = (time.monotonic(), value)
+            value = make()
+            _shared[key] = (time.monotonic(), value)
             return value
 
-
-_digests: dict[tuple[str, str, str], tuple[float, dict[str, Any]]] = {}
-_digest_lock = threading.Lock()
-_digest_gates: dict[tuple[str, str, str], threading.Lock] = {}
+    def node_histograms(self, nodes: list[str]) -> dict[str, dict[str, Histogram]]:
+        return queries.node_histograms(self.client, self.cluster, nodes)
 
 
 class ReplaySource:

@@ -22,7 +22,7 @@ from handoff.core.verdicts import BINDINGS, VERDICTS
 from webui.api import api
 from webui.demo import is_demo_user
 from webui.detail import traces
-from webui.detail.fleet import SWIMLANE_LIMIT, Fleet, fleet_digest
+from webui.detail.fleet import SWIMLANE_LIMIT, fleet_digest, kept_fleet
 from webui.detail.nodes import kept, nodes_digest
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource
 from webui.detail.traces import TraceFile, TraceRejected
@@ -91,18 +91,6 @@ def api_pod(request: HttpRequest, cluster: str, namespace: str, name: str) -> di
     return view
 
 
-def _live_fleet(source: LiveSource, limit: int) -> dict[str, Any]:
-    """The fleet aggregates of a live cluster from one pass over its pods."""
-
-    def make(src: LiveSource) -> dict[str, Any]:
-        fleet = Fleet(limit)
-        for row in src.rows():
-            fleet.add(row)
-        return fleet.result(src.fold()["evaluated_at"])
-
-    return source.digest(f"fleet:{limit}", make)
-
-
 @api
 def api_nodes(request: HttpRequest, cluster: str) -> dict[str, Any]:
     """From what the fold keeps: no pass over the cluster's pods."""
@@ -113,8 +101,12 @@ def api_nodes(request: HttpRequest, cluster: str) -> dict[str, Any]:
 
 @api
 def api_fleet(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    """From what the fold keeps: no pass over the cluster's pods."""
     limit = _limit(request, SWIMLANE_LIMIT, 2 * SWIMLANE_LIMIT)
-    return _live_fleet(_live(cluster), limit)
+    source = _live(cluster)
+    return source.shared(
+        f"fleet:{limit}", lambda: kept_fleet(source.fleet_kept(limit), source.node_histograms)
+    )
 
 
 # ---------------------------------------------------------------- replay API

@@ -1,0 +1,276 @@
+"""The name search index the fold keeps (issue 19.2): free text over ``namespace/name``
+answered without a scan.
+
+Each stored pod gets an ordinal (a uint32, never reused) the first time it is written.
+Per trigram of its case-folded ``namespace/name`` the ordinal is appended to a Redis
+string of packed little-endian uint32s (``gram_key``): ordinals only grow, so each
+posting stays sorted, and a flush appends a batch to each trigram it touched. Beside
+them: ``names_key`` (uid -> "<ordinal>\\t<folded namespace/name>") and ``ordinal_key``
+shards of 128 (ordinal -> uid; small hashes Redis stores compactly).
+
+A query of three characters or more fetches the sizes of its trigrams' postings, the
+smallest few postings, intersects them, and checks the candidates' names
+(``paging`` orders them). A pod that leaves the store leaves ``names`` and its shard;
+its ordinal stays in the postings until the fold compacts them (``compact``: a posting
+whose dead entries reach a quarter of it is rewritten), and a candidate without a uid
+is no pod. About 4 bytes per trigram and 120 bytes of names per pod.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Iterable
+from typing import Any
+
+import redis
+
+from handoff.live import store
+
+GRAM = 3
+SHARD_BITS = 7  # ordinals per ordinal_key shard: 128, within Redis's compact hash size
+FETCHED = 3  # postings fetched at most per query: the smallest ones
+COMPACT_AT = 64  # dead entries a posting must have (and a quarter of it) to be rewritten
+
+
+class SearchTooShort(ValueError):
+    """A query shorter than a trigram: the index cannot answer it without a scan."""
+
+
+def gram_key(cluster: str, gram: str) -> str:
+    return store.k(cluster, "sx", "t", gram)
+
+
+def names_key(cluster: str) -> str:
+    return store.k(cluster, "sx", "names")
+
+
+def ordinal_key(cluster: str, ordinal: int) -> str:
+    return store.k(cluster, "sx", "o", str(ordinal >> SHARD_BITS))
+
+
+def next_key(cluster: str) -> str:
+    return store.k(cluster, "sx", "next")
+
+
+def fold(namespace: str, name: str) -> str:
+    """What the index holds of a pod's name: ``namespace/name`` case-folded."""
+    return f"{namespace}/{name}".casefold()
+
+
+def trigrams(text: str) -> set[str]:
+    return {text[i : i + GRAM] for i in range(len(text) - GRAM + 1)}
+
+
+def _pack(ordinals: list[int]) -> bytes:
+    packed = array("I", ordinals)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _unpack(raw: bytes) -> array[int]:
+    packed = array("I")
+    packed.frombytes(raw[: len(raw) - len(raw) % packed.itemsize])
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed
+
+
+# ---------------------------------------------------------------- the fold's side
+
+# ARGV: the trigram keys' prefix, then (trigram, packed ordinals) pairs (the keys share
+# the cluster's hash tag).
+_APPEND = """
+for i = 2, #ARGV, 2 do
+  redis.call('append', ARGV[1] .. ARGV[i], ARGV[i + 1])
+end
+"""
+
+
+class SearchIndex:
+    """The fold's writer: ``queue`` a flush's new and removed pods into its pipeline
+    (before ``store.write_pods``/``drop_pods`` update ``written``); ``compact`` now and
+    then."""
+
+    def __init__(self, client: redis.Redis, cluster: str) -> None:
+        self.client = client
+        self.cluster = cluster
+        self.next: int | None = None  # the next ordinal (read from Redis once)
+        self.dead: dict[str, set[int]] = {}  # trigram -> ordinals of pods gone
+
+    def keys(self) -> list[str]:
+        """Every key of the index (a restore that clears the indexes clears it)."""
+        pattern = store.k(self.cluster, "sx", "*")
+        return [key.decode() for key in self.client.scan_iter(match=pattern, count=1000)]
+
+    def present(self) -> bool:
+        """Kept for the stored pods (the ordinal counter exists once one is indexed)."""
+        return bool(self.client.exists(next_key(self.cluster)))
+
+    def forget(self) -> None:
+        self.next, self.dead = 0, {}
+
+    def queue(
+        self,
+        pipe: redis.client.Pipeline,
+        views: dict[str, tuple[dict[str, Any], bytes]],
+        removed: Iterable[str],
+        written: dict[str, tuple[str, str, str]],
+    ) -> None:
+        """Index the pods written for the first time; unindex the removed ones. A uid's
+        namespace/name never changes in Kubernetes; one whose namespace did (a test's
+        writer, a hand-made trace) is indexed again."""
+        new, moved = [], []
+        for uid, (view, _) in views.items():
+            before = written.get(uid)
+            if before is None:
+                new.append((uid, view))
+            elif before[1] != view["namespace"]:
+                moved.append((uid, view))
+        gone = [uid for uid in removed if uid in written and uid not in views]
+        if gone or moved:
+            self._drop(pipe, gone + [uid for uid, _ in moved])
+        if new or moved:
+            self._add(pipe, new + moved)
+
+    def _add(self, pipe: redis.client.Pipeline, new: list[tuple[str, dict[str, Any]]]) -> None:
+        if self.next is None:
+            self.next = int(self.client.get(next_key(self.cluster)) or 0)
+        names: dict[str, str] = {}
+        shards: dict[str, dict[int, str]] = {}
+        postings: dict[str, list[int]] = {}
+        for uid, view in new:
+            ordinal = self.next
+            self.next += 1
+            text = fold(view["namespace"], view["name"])
+            names[uid] = f"{ordinal}\t{text}"
+            shards.setdefault(ordinal_key(self.cluster, ordinal), {})[ordinal] = uid
+            for gram in trigrams(text):
+                postings.setdefault(gram, []).append(ordinal)
+        pipe.hset(names_key(self.cluster), mapping=names)
+        for key, members in shards.items():
+            pipe.hset(key, mapping={o & ((1 << SHARD_BITS) - 1): uid for o, uid in members.items()})
+        args: list[Any] = []
+        for gram, ordinals in postings.items():
+            args += [gram, _pack(ordinals)]
+        for start in range(0, len(args), 2000):  # one script call, not a command a trigram
+            pipe.eval(_APPEND, 0, gram_key(self.cluster, ""), *args[start : start + 2000])
+        pipe.set(next_key(self.cluster), self.next)
+
+    def _drop(self, pipe: redis.client.Pipeline, gone: list[str]) -> None:
+        raws = self.client.hmget(names_key(self.cluster), gone)
+        for raw in raws:
+            if raw is None:
+                continue
+            number, _, text = raw.decode().partition("\t")
+            ordinal = int(number)
+            pipe.hdel(ordinal_key(self.cluster, ordinal), ordinal & ((1 << SHARD_BITS) - 1))
+            for gram in trigrams(text):
+                self.dead.setdefault(gram, set()).add(ordinal)
+        pipe.hdel(names_key(self.cluster), *gone)
+
+    def compact(self) -> int:
+        """Rewrite the postings whose dead entries reach COMPACT_AT and a quarter of
+        them; returns the postings rewritten."""
+        due = [gram for gram, dead in self.dead.items() if len(dead) >= COMPACT_AT]
+        if not due:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        for gram in due:
+            pipe.strlen(gram_key(self.cluster, gram))
+        sizes = pipe.execute()
+        due = [g for g, size in zip(due, sizes, strict=True) if len(self.dead[g]) * 16 >= size]
+        for gram in due:
+            key = gram_key(self.cluster, gram)
+            dead = self.dead.pop(gram)
+            kept = [o for o in _unpack(self.client.get(key) or b"") if o not in dead]
+            if kept:
+                self.client.set(key, _pack(kept))
+            else:
+                self.client.delete(key)
+        return len(due)
+
+
+# ----------------------------------------------------------------- the read side
+
+
+def candidates(client: redis.Redis, cluster: str, text: str) -> set[int]:
+    """Ordinals of the pods whose folded name may contain ``text`` (case-folded, at
+    least GRAM characters): the intersection of its rarest trigrams' postings."""
+    grams = sorted(trigrams(text))
+    if not grams:
+        raise SearchTooShort(f"q needs at least {GRAM} characters")
+    pipe = client.pipeline(transaction=False)
+    for gram in grams:
+        pipe.strlen(gram_key(cluster, gram))
+    sizes = pipe.execute()
+    if min(sizes) == 0:
+        return set()
+    rarest = [gram for _, gram in sorted(zip(sizes, grams, strict=True))[:FETCHED]]
+    pipe = client.pipeline(transaction=False)
+    for gram in rarest:
+        pipe.get(gram_key(cluster, gram))
+    found: set[int] | None = None
+    for raw in pipe.execute():
+        ordinals = _unpack(raw or b"")
+        found = set(ordinals) if found is None else found.intersection(ordinals)
+        if len(found) <= 64:
+            break
+    return found or set()
+
+
+# KEYS[1]: the names hash. ARGV[1]: the ordinal shards' key prefix, ARGV[2]: the
+# namespace indexes' key prefix, then ordinals. For each ordinal still a pod's: its uid,
+# its names entry and its rank score (from its namespace's index: namespaces are
+# lower-case, so the folded name starts with it), in one round trip. The keys share the
+# cluster's hash tag, as the store's drop script's index keys do.
+_LOOKUP = """
+local out = {}
+for i = 3, #ARGV do
+  local o = tonumber(ARGV[i])
+  local uid = redis.call('hget', ARGV[1] .. math.floor(o / SHARD), o % SHARD)
+  if uid then
+    local entry = redis.call('hget', KEYS[1], uid)
+    if entry then
+      local namespace = string.match(entry, '\t([^/]*)/') or ''
+      out[#out + 1] = uid
+      out[#out + 1] = entry
+      out[#out + 1] = redis.call('zscore', ARGV[2] .. namespace, uid) or ''
+    end
+  end
+end
+return out
+""".replace("SHARD", str(1 << SHARD_BITS))
+
+
+def lookup(
+    client: redis.Redis, cluster: str, ordinals: Iterable[int]
+) -> dict[str, tuple[str, float | None]]:
+    """uid -> (folded namespace/name, rank score or None) of the candidates that are
+    still those pods (a uid whose entry names another ordinal is found by that one)."""
+    ordinals = list(ordinals)
+    if not ordinals:
+        return {}
+    prefix = ordinal_key(cluster, 0)[:-1]
+    ns_prefix = store.index_key(cluster, "ns", "")
+    reply = client.eval(_LOOKUP, 1, names_key(cluster), prefix, ns_prefix, *ordinals)
+    out = {}
+    wanted = set(ordinals)
+    for i in range(0, len(reply), 3):
+        number, _, text = reply[i + 1].decode().partition("\t")
+        if int(number) in wanted:
+            out[reply[i].decode()] = (text, float(reply[i + 2]) if reply[i + 2] else None)
+    return out
+
+
+def names(client: redis.Redis, cluster: str, pods: list[str]) -> list[tuple[int, str] | None]:
+    """(ordinal, folded namespace/name) of each uid; None for a pod not indexed."""
+    out: list[tuple[int, str] | None] = []
+    for raw in client.hmget(names_key(cluster), pods) if pods else []:
+        if raw is None:
+            out.append(None)
+        else:
+            number, _, text = raw.decode().partition("\t")
+            out.append((int(number), text))
+    return out

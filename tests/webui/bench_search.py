@@ -1,0 +1,117 @@
+"""Measure free-text search at scale: ``--pods`` pods with deployment-style names
+(``<app>-<replicaset hash>-<suffix>`` in 60 namespaces) written as the fold writes them
+(views, indexes, the trigram name index) into a private redis-server, then the pods
+API's search query (``paging.pods_page`` with ``q``, the first page of 100, Redis round
+trips included, no HTTP) for the pages bench's terms: name prefixes, fragments,
+namespaces, namespace/prefix and no match. Prints median, p99 and the index's memory;
+then the same for the fleet API's answer from the kept aggregates (``queries.fleet_kept``
++ ``fleet.kept_fleet``, the 10,000-pod swimlane included, JSON-encoded).
+
+    .venv/bin/python -m tests.webui.bench_search [--pods 150000] [--rounds 600]
+
+Not a test: figures depend on the machine (say how loaded it was when you quote them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import string
+import tempfile
+import time
+from pathlib import Path
+
+import django
+import orjson
+import redis
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "handoff.settings")
+django.setup()
+
+from devtools.bench.pages import search_terms  # noqa: E402
+from handoff.live import paging, queries, store  # noqa: E402
+from handoff.live.paging import PodFilter, QueryError  # noqa: E402
+from tests.conftest import start_redis, stop  # noqa: E402
+from tests.webui.pods import make_views, template, write  # noqa: E402
+from webui.detail.fleet import SWIMLANE_LIMIT, kept_fleet  # noqa: E402
+
+CLUSTER = "bench"
+WORDS = ("api", "web", "auth", "cart", "pay", "search", "index", "queue", "mail", "cache")
+WORDS += ("feed", "stats", "edge", "log", "metrics")
+
+
+def names(count: int, seed: int = 3) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    apps = [f"{a}-{b}" for a in WORDS for b in WORDS if a != b]
+    sets = [(rng.choice(apps), "".join(rng.choices("0123456789abcdef", k=10))) for _ in range(4000)]
+    out = []
+    for i in range(count):
+        app, hash_ = sets[rng.randrange(len(sets))]
+        suffix = "".join(rng.choices(string.ascii_lowercase + string.digits, k=5))
+        out.append((f"team-{WORDS[i % len(WORDS)]}-{i % 4}", f"{app}-{hash_}-{suffix}"))
+    return out
+
+
+def fill(client: redis.Redis, pods: int) -> list[tuple[str, str]]:
+    base = template(client)
+    chosen = names(pods)
+    previous: dict = {}
+    for start in range(0, pods, 5000):
+        views = make_views(base, min(5000, pods - start), seed=start)
+        for offset, view in enumerate(views.values()):
+            view["namespace"], view["name"] = chosen[start + offset]
+        write(client, CLUSTER, views, previous)
+    return chosen
+
+
+def _fleet(client: redis.Redis) -> float:
+    started = time.perf_counter()
+    kept = queries.fleet_kept(client, CLUSTER, SWIMLANE_LIMIT)
+    answer = kept_fleet(kept, lambda nodes: queries.node_histograms(client, CLUSTER, nodes))
+    orjson.dumps(answer)
+    return (time.perf_counter() - started) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pods", type=int, default=150_000)
+    parser.add_argument("--rounds", type=int, default=600)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as work:
+        proc, url = start_redis(Path(work))
+        try:
+            client = redis.Redis.from_url(url)
+            chosen = fill(client, args.pods)
+            terms = search_terms(random.Random(5).sample(chosen, 50))
+            samples, found = [], []
+            for i in range(args.rounds):
+                term = terms[i % len(terms)]
+                started = time.perf_counter()
+                try:
+                    page = paging.pods_page(client, CLUSTER, PodFilter(q=term), None, 100)
+                    found.append(len(page.pods))
+                except QueryError:
+                    found.append(-1)
+                samples.append((time.perf_counter() - started) * 1000)
+            samples.sort()
+            index = sum(
+                int(client.memory_usage(key, samples=0) or 0)
+                for key in client.scan_iter(match=store.k(CLUSTER, "sx", "*"), count=1000)
+            )
+            pods = int(client.hlen(store.pods_key(CLUSTER)))
+            print(f"{pods} pods, {len(terms)} terms, {args.rounds} searches")
+            median, p99 = statistics.median(samples), samples[int(len(samples) * 0.99) - 1]
+            print(f"search: median {median:.1f} ms, p99 {p99:.1f} ms, max {samples[-1]:.1f} ms")
+            full, empty = sum(1 for n in found if n >= 100), sum(1 for n in found if n == 0)
+            print(f"pages: {full} full, {empty} empty, {found.count(-1)} refused")
+            print(f"index memory: {index / pods:.0f} B/pod (MEMORY USAGE of the sx: keys)")
+            fleet = sorted(_fleet(client) for _ in range(max(20, args.rounds // 20)))
+            print(f"fleet: median {statistics.median(fleet):.1f} ms, max {fleet[-1]:.1f} ms")
+        finally:
+            stop(proc)
+
+
+if __name__ == "__main__":
+    main()
