@@ -18,7 +18,7 @@ from handoff.sim import SCENARIOS, Options, find_scenario, run
 from handoff.sim.attached.driver import NodeFault
 from handoff.sim.runner import serve
 from handoff.sim.serve.faults import load_faults
-from handoff.sim.versions import kubelet_version
+from handoff.sim.versions import NEWEST, kubelet_version
 
 
 class Command(BaseCommand):
@@ -98,7 +98,7 @@ class Command(BaseCommand):
             metavar="X.Y",
             help="follow this Kubernetes release's shapes (kubelet texts and conditions, node "
             "grace period, PodGC, taint controller, scheduler texts; see docs/simulator.md); "
-            "with --attach the default is the API server's",
+            f"default {NEWEST}, with --attach the API server's release",
         )
         parser.add_argument(
             "--node-fault",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from handoff.sim.attached import Remote
 from handoff.sim.clock import EPOCH
 from handoff.sim.cluster import Cluster, ClusterConfig
-from handoff.sim.versions import configure
+from handoff.sim.versions import NEWEST, configure
 
 
 @dataclass
@@ -23,7 +23,9 @@ class Options:
     file: str | None = None
     start: float = EPOCH  # virtual time zero (epoch seconds)
     remote: Remote | None = None  # simulate --attach: the real API server
-    k8s_version: str | None = None  # MAJOR.MINOR whose shapes to follow (sim/versions.py)
+    # MAJOR.MINOR whose shapes to follow (sim/versions.py): a current release by default;
+    # None keeps the simulator's pre-version defaults (ClusterConfig), a mix of releases.
+    k8s_version: str | None = NEWEST
 
     def cluster_config(self, name: str) -> ClusterConfig:
         """The cluster knobs these options set, for a scenario called ``name``."""
