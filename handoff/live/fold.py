@@ -36,7 +36,7 @@ from handoff.core.viewcodec import encode_view
 from handoff.core.views import pod_view
 from handoff.live import queries, store
 from handoff.live.push import Publisher, messages
-from handoff.live.snapshots import Snapshots, read_snapshot
+from handoff.live.snapshots import Snapshot, Snapshots, read_snapshot
 
 log = logging.getLogger(__name__)
 # Verdicts that can change with nothing but the passing of time. So can any verdict of
@@ -108,42 +108,81 @@ class Folder(Snapshots):
     # ------------------------------------------------------------ restore
 
     def restore(self) -> None:
-        """Load the snapshot and fold the stream after it. After a clean hand-over the
-        stored views are the snapshot's, so only the pods the tail changed are written;
-        otherwise (a crash, a lost lease) every pod's view is rewritten."""
-        written = self.load()
-        if written is not None and self._store_matches(written):
-            self.written = written
-            self.timed = {
-                uid
-                for uid, (verdict, _, _) in written.items()
-                if verdict in TIME_BASED
-                or (verdict != v.STUCK_TERMINATING and terminating(self.timeline.pods.get(uid)))
-            }
-            self.deletions = [
-                (pod.milestones[DELETED], uid)
-                for uid, pod in self.timeline.pods.items()
-                if pod.milestones[DELETED] is not None
-            ]
-            heapq.heapify(self.deletions)
-            # Judged again as a continuing fold's sweep would: time, and the tail's node
-            # changes, move these without an event of their own.
-            self.dirty |= self.timed
-            self.flush()
+        """Load the snapshot, fold the stream after it, and write only the views that are
+        not already right. Flushes are atomic (MULTI/EXEC), so the store is always what
+        a fold wrote up to the fold hash's cursor, after a crash of the worker or of
+        Redis (restarted from its AOF or RDB) too: views flushed before that cursor stay.
+        A store that is not that (no snapshot or one without ``written``, a view count
+        other than the fold's) gets every view and index entry rewritten."""
+        saved = self._load_snapshot()
+        progress = store.fold_state(self.client, self.cluster)
+        if saved is None or saved.written is None or not self._store_is_the_folds(progress):
+            self._fold_until(None)
+            self._rewrite_all()
             return
+        self._resume(saved.written, saved.pending, progress["cursor"])
+
+    def _store_is_the_folds(self, progress: dict[str, str]) -> bool:
+        """The views hash holds as many views as the last flush (or retention) left."""
+        stored = progress.get("stored")
+        return (
+            "cursor" in progress
+            and stored is not None
+            and self.client.hlen(store.pods_key(self.cluster)) == int(stored)
+        )
+
+    def _resume(
+        self, written: dict[str, tuple[str, str, str]], pending: list[str], flushed: str
+    ) -> None:
+        """Continue from the snapshot as the crashed worker would have. The snapshot's
+        ``written`` is right for every pod no flush touched after it; the flushes up to
+        the stored cursor ``flushed`` wrote the pods pending at the snapshot, the ones
+        the entries up to it changed and swept ones, so those are read back from the
+        store. Only what the entries after ``flushed`` changed (or, if no flush came
+        after the snapshot, what was pending at it too) is written again."""
+        self.written = written
+        reread: set[str] = set()
+        after, at = store.stream_id_key(flushed), store.stream_id_key(self.cursor)
+        if after >= at:
+            self._fold_until(flushed)  # already in the stored views
+            reread = self.dirty | set(pending)
+            # At the snapshot's own cursor a flush may have come before it or after it:
+            # the pending pods are written again (an unchanged view, if it came after).
+            self.dirty = set(pending) if after == at else set()
+        else:  # no flush after the snapshot: `written` is the store's
+            self.dirty = set(pending)
+        self._fold_until(None)
+        self.timed = {uid for uid, fields in written.items() if self._timed(uid, fields[0])}
+        if reread:
+            reread |= self.dirty | self.timed
+            for uid in reread:
+                written.pop(uid, None)
+            written.update(store.written_fields(self.client, self.cluster, reread))
+            self.timed = {uid for uid, fields in written.items() if self._timed(uid, fields[0])}
+        self.deletions = [
+            (pod.milestones[DELETED], uid)
+            for uid, pod in self.timeline.pods.items()
+            if pod.milestones[DELETED] is not None
+        ]
+        heapq.heapify(self.deletions)
+        self.flush()
+        # What a continuing fold's sweep and retention would have done meanwhile: time
+        # and the tail's node changes move verdicts without an event of their own.
+        self.sweep()
+        self.retain()
+
+    def _timed(self, uid: str, verdict: str) -> bool:
+        return verdict in TIME_BASED or (
+            verdict != v.STUCK_TERMINATING and terminating(self.timeline.pods.get(uid))
+        )
+
+    def _rewrite_all(self) -> None:
         # The store may hold views of pods this state no longer has (dropped, forgotten).
         stored = set(self.client.hkeys(store.pods_key(self.cluster)))
         stale = {uid.decode() for uid in stored} - set(self.timeline.pods)
         self._clear_indexes()
         self.dirty = set(self.timeline.pods)
         self.flush(removed=sorted(stale))
-
-    def _store_matches(self, written: dict[str, tuple[str, str, str]]) -> bool:
-        """Nothing was flushed after the snapshot (by a worker that then died), and the
-        views hash holds a view for each pod of the snapshot, and no other."""
-        return self.clean_at(self.loaded_cursor) and self.client.hlen(
-            store.pods_key(self.cluster)
-        ) == len(written)
 
     def clean_at(self, cursor: str | None) -> bool:
         """The stored snapshot and the last flush both cover the stream up to ``cursor``."""
@@ -153,23 +192,29 @@ class Folder(Snapshots):
     def load(self) -> dict[str, tuple[str, str, str]] | None:
         """The timeline as of the stream's end: the snapshot plus the entries after it.
         Returns what the stored views were written from, if the snapshot says."""
-        written = None
-        self.loaded_cursor: str | None = None
+        saved = self._load_snapshot()
+        self._fold_until(None)
+        return None if saved is None else saved.written
+
+    def _load_snapshot(self) -> Snapshot | None:
+        """The stored snapshot, loaded into this worker; None if there is none usable."""
         raw = self.client.get(store.snapshot_key(self.cluster))
-        if raw is not None:
-            try:
-                saved = read_snapshot(raw)
-                self.timeline = load_state(saved.timeline)
-                self.blind, self.cursor = saved.blind, saved.cursor
-                written, self.loaded_cursor = saved.written, saved.cursor
-            except ValueError as exc:
-                log.warning(
-                    "%s: snapshot unreadable (%s), folding the whole stream", self.cluster, exc
-                )
+        if raw is None:
+            return None
+        try:
+            saved = read_snapshot(raw)
+            self.timeline = load_state(saved.timeline)
+        except ValueError as exc:
+            log.warning("%s: snapshot unreadable (%s), folding the whole stream", self.cluster, exc)
+            return None
+        self.blind, self.cursor = saved.blind, saved.cursor
+        return saved
+
+    def _fold_until(self, end: str | None) -> None:
+        """Fold the stream after the cursor up to ``end`` (None: its end)."""
         with paused_gc():
-            while self.fold(self._range(self.settings.batch * 5)):
+            while self.fold(self._range(self.settings.batch * 5, end)):
                 pass
-        return written
 
     def _clear_indexes(self) -> None:
         pattern = store.index_key(self.cluster, "*", "*")
@@ -179,9 +224,10 @@ class Folder(Snapshots):
             self.client.delete(*keys[start : start + 500])
         self.written = {}
 
-    def _range(self, count: int) -> list[tuple[str, bytes]]:
+    def _range(self, count: int, end: str | None = None) -> list[tuple[str, bytes]]:
         start = "-" if self.cursor == "0-0" else "(" + self.cursor
-        entries = self.client.xrange(store.events_key(self.cluster), min=start, count=count)
+        key = store.events_key(self.cluster)
+        entries = self.client.xrange(key, min=start, max=end or "+", count=count)
         return [(i.decode(), f[store.STREAM_FIELD]) for i, f in entries]
 
     # --------------------------------------------------------------- fold
@@ -327,7 +373,9 @@ class Folder(Snapshots):
         for uid in removed or ():
             self.timed.discard(uid)
         stamp = format_time(now)
-        pipe = self.client.pipeline(transaction=False)
+        # One MULTI/EXEC: a worker killed mid-flush, or Redis restarted from its AOF or
+        # RDB, leaves the store as of a whole flush, never half of one (see restore).
+        pipe = self.client.pipeline(transaction=True)
         store.write_pods(pipe, self.cluster, views, self.written)
         if removed:
             store.drop_pods(pipe, self.cluster, removed, self.written)
@@ -336,6 +384,7 @@ class Folder(Snapshots):
             "evaluated_at": stamp,
             "stuck_after": repr(self.settings.stuck_after),
             "pods": len(pods),
+            "stored": len(self.written),  # views in the store after this flush
             "nodes": len(self.timeline.nodes),
             "events": self.events,
             "flushed": repr(self.clock()),
@@ -423,8 +472,9 @@ class Folder(Snapshots):
             self.timed.discard(uid)
         if gone:
             self.dirty.difference_update(gone)
-            pipe = self.client.pipeline(transaction=False)
+            pipe = self.client.pipeline(transaction=True)
             store.drop_pods(pipe, self.cluster, gone, self.written)
+            pipe.hset(store.fold_key(self.cluster), "stored", len(self.written))
             pipe.execute()
             if self.publisher is not None:
                 counts = queries.counts(self.client, self.cluster)["verdicts"]
