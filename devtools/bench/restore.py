@@ -64,10 +64,30 @@ def build_crashed_store(
     return {"cursor": store.fold_state(client, CLUSTER)["cursor"]}
 
 
-def _restore(client: redis.Redis, crashed: dict[str, str], full: bool) -> tuple[float, int]:
-    """Seconds of one successor's restore, and the views it wrote. ``full``: the rewrite
-    of every view (what every crash cost before; still the path for a store that is not
-    the fold's)."""
+PHASES = ("_load_snapshot", "_fold_until", "flush", "sweep", "retain")
+
+
+def _timed_phases(folder: Folder, spent: dict[str, float]) -> None:
+    """Note the seconds each phase of the restore takes, into ``spent``."""
+    for name in PHASES:
+        method = getattr(folder, name)
+
+        def timed(*args, _method=method, _name=name, **kwargs):  # type: ignore[no-untyped-def]
+            started = time.perf_counter()
+            try:
+                return _method(*args, **kwargs)
+            finally:
+                spent[_name] = spent.get(_name, 0.0) + time.perf_counter() - started
+
+        setattr(folder, name, timed)
+
+
+def _restore(
+    client: redis.Redis, crashed: dict[str, str], full: bool
+) -> tuple[float, int, dict[str, float]]:
+    """Seconds of one successor's restore, the views it wrote, and its phases' seconds
+    (a flush inside the sweep counts in both). ``full``: the rewrite of every view (what
+    every crash cost before; still the path for a store that is not the fold's)."""
     # The crashed worker's last flush again. A round before wrote the views of the pods
     # the stream's end added, so the count is the store's: the same work each round.
     stored = client.hlen(store.pods_key(CLUSTER))
@@ -82,13 +102,16 @@ def _restore(client: redis.Redis, crashed: dict[str, str], full: bool) -> tuple[
         return real(pipe, cluster, views, previous)
 
     store.write_pods = counting  # type: ignore[assignment]
+    spent: dict[str, float] = {}
     try:
         started = time.perf_counter()
-        Folder(client, CLUSTER, FoldSettings(block_ms=1)).restore()
+        folder = Folder(client, CLUSTER, FoldSettings(block_ms=1))
+        _timed_phases(folder, spent)
+        folder.restore()
         seconds = time.perf_counter() - started
     finally:
         store.write_pods = real  # type: ignore[assignment]
-    return seconds, written[0]
+    return seconds, written[0], spent
 
 
 def run_restore_benchmarks(
@@ -98,7 +121,7 @@ def run_restore_benchmarks(
     total: int,
     flushed_after: int,
     arrived: int,
-    rounds: int = 3,
+    rounds: int = 2,
 ) -> None:
     client = redis.Redis.from_url(services.redis_url())
     crashed = build_crashed_store(client, trace, total, flushed_after, arrived)
@@ -106,12 +129,15 @@ def run_restore_benchmarks(
     fast: list[float] = []
     full: list[float] = []
     wrote = {}
+    phases: dict[str, float] = {}
     for _ in range(rounds):  # alternated, so both see the same machine
-        seconds, wrote[False] = _restore(client, crashed, full=False)
+        seconds, wrote[False], phases = _restore(client, crashed, full=False)
         fast.append(seconds)
-        seconds, wrote[True] = _restore(client, crashed, full=True)
+        seconds, wrote[True], _ = _restore(client, crashed, full=True)
         full.append(seconds)
+    snapshot = int(client.memory_usage(store.snapshot_key(CLUSTER), samples=0) or 0)
     client.close()
+    split = ", ".join(f"{name.strip('_')} {spent:.2f}" for name, spent in phases.items())
     new, old = statistics.median(fast), statistics.median(full)
     results.add(
         Figure(
@@ -126,6 +152,7 @@ def run_restore_benchmarks(
             f"{pods} pods stored; {flushed_after} events folded and flushed after the "
             f"snapshot, {arrived} arrived after the last flush; wrote {wrote[False]} views "
             f"(before: {wrote[True]}); medians of {rounds}, alternated: "
-            f"{', '.join(f'{s:.2f}' for s in fast)} vs {', '.join(f'{s:.2f}' for s in full)}",
+            f"{', '.join(f'{s:.2f}' for s in fast)} vs {', '.join(f'{s:.2f}' for s in full)}; "
+            f"last restore's phases (s): {split}; snapshot {snapshot / 1e6:.0f} MB",
         )
     )
