@@ -24,14 +24,20 @@ ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "crashed"
 # The worker as the fold task runs it, but slowed (small reads) and snapshotting often,
 # so that it is killed with flushes after its last snapshot and a stream left to fold.
+# Told to (a key), it takes no more snapshots: the test then knows the last one.
 WORKER = """
-import sys, redis
+import dataclasses, sys, redis
 from handoff.live.fold import Folder, FoldSettings
 client = redis.Redis.from_url(sys.argv[1])
 settings = FoldSettings(batch=100, block_ms=5, snapshot_interval=0.3, backlog_push_interval=0.1)
 folder = Folder(client, sys.argv[2], settings)
 folder.restore()
 while True:
+    if folder.settings is settings and client.exists("no-more-snapshots"):
+        if folder.saver is not None:
+            folder._reap(wait=True)
+        folder.settings = dataclasses.replace(settings, snapshot_interval=1e9)
+        client.set("snapshots-stopped", 1)
     folder.step()
 """
 
@@ -67,19 +73,27 @@ def test_a_worker_and_redis_killed_mid_fold_restore_to_the_uncrashed_store(tmp_p
         fed = len(lines) // 2
         _append(client, CLUSTER, lines[:fed])
         worker = subprocess.Popen([sys.executable, "-c", WORKER, url, CLUSTER], cwd=ROOT)
-        # Fed while it folds, each part flushed before the next, until its last flush is
-        # past its last snapshot; then one more part, which it is folding when killed.
+        # Fed while it folds, each part flushed before the next, past a snapshot; then
+        # no more snapshots, one more part flushed, and one more it is folding when killed.
         last = lambda: client.xrevrange(store.events_key(CLUSTER), count=1)[0][0].decode()  # noqa: E731
-        while fed < len(lines) * 3 // 4 or not _cursor_past_snapshot(client):
-            assert fed < len(lines) - 100, "the worker never flushed past a snapshot"
+
+        def feed_and_flush() -> int:
             _append(client, CLUSTER, lines[fed : fed + 100])
-            fed += 100
             end = last()
             wait_until(
-                lambda end=end: store.fold_state(client, CLUSTER).get("cursor") == end,
+                lambda: store.fold_state(client, CLUSTER).get("cursor") == end,
                 60,
                 "the worker to flush what it was fed",
             )
+            return fed + 100
+
+        while fed < len(lines) * 3 // 4 or "snapshot" not in store.fold_state(client, CLUSTER):
+            assert fed < len(lines) - 300, "the worker never took a snapshot"
+            fed = feed_and_flush()
+        client.set("no-more-snapshots", 1)
+        wait_until(lambda: client.exists("snapshots-stopped"), 60, "snapshots to stop")
+        fed = feed_and_flush()
+        assert _cursor_past_snapshot(client)
         _append(client, CLUSTER, lines[fed : fed + 100])
         fed += 100
         # Redis first, while the worker is writing, then the worker: nothing is told.
@@ -92,7 +106,8 @@ def test_a_worker_and_redis_killed_mid_fold_restore_to_the_uncrashed_store(tmp_p
         assert client.xlen(store.events_key(CLUSTER)) == fed  # the AOF kept every entry
         flushed = store.fold_state(client, CLUSTER)
         assert store.stream_id_key(flushed["cursor"]) > store.stream_id_key(flushed["snapshot"])
-        _append(client, CLUSTER, lines[fed:])  # what came while no worker ran
+        later = (fed + len(lines)) // 2
+        _append(client, CLUSTER, lines[fed:later])  # what came while no worker ran
         written: list[int] = []
         real = store.write_pods
         monkeypatch.setattr(
@@ -107,6 +122,7 @@ def test_a_worker_and_redis_killed_mid_fold_restore_to_the_uncrashed_store(tmp_p
         successor.restore()
         monkeypatch.setattr(store, "write_pods", real)
         assert 0 < sum(written) < len(successor.written) // 2  # not every view again
+        _append(client, CLUSTER, lines[later:])  # and what comes once it is live
         while successor.step():
             pass
         successor.flush()

@@ -220,11 +220,17 @@ def _lines(name: str) -> list[bytes]:
 
 
 def _head_middle_tail(
-    client, cluster: str, parts: list[list[bytes]], crash: bool, counts: list[int] | None = None
+    client,
+    cluster: str,
+    parts: list[list[bytes]],
+    crash: bool,
+    counts: list[int] | None = None,
+    late: list[bytes] = (),
 ) -> Folder:
     """A worker folds the head, snapshots (a window's end), folds and flushes the middle,
     then the tail arrives: it folds that too, or is killed and a successor restores
-    (``counts``: emptied just before, so it holds the successor's writes)."""
+    (``counts``: emptied just before, so it holds the successor's writes); ``late``
+    arrives after that, folded by whichever worker is live."""
     head, middle, tail = parts
     store.append(client, cluster, head)
     first = fold_all(client, cluster)
@@ -237,8 +243,14 @@ def _head_middle_tail(
     if crash:
         if counts is not None:
             counts.clear()
-        Folder(client, cluster, FoldSettings(block_ms=1)).restore()
+        successor = Folder(client, cluster, FoldSettings(block_ms=1))
+        successor.restore()
+        store.append(client, cluster, late)
+        while successor.step():
+            pass
+        successor.flush()
     else:
+        store.append(client, cluster, late)
         while first.step():
             pass
         first.flush()
@@ -258,6 +270,18 @@ def test_after_a_crash_only_what_came_after_the_last_flush_is_written(redis_clie
     probe.fold([("2-0", raw) for raw in parts[2]])
     changed = {uid for uid in probe.dirty if uid in probe.timeline.pods and ":" not in uid}
     assert 0 < counts[0] == len(changed) < len(first.written)  # the successor's flush
+    _same_store(redis_client, "c", "uncrashed")
+
+
+def test_pods_flushed_after_the_snapshot_move_from_where_they_were_written(redis_client):
+    """What the successor knows of a pod flushed after the snapshot is what the store
+    holds, not the snapshot's: when it changes again, its old index entries go."""
+    lines = [raw for trace in sorted(TRACES.glob("*.jsonl")) for raw in _lines(trace.name)]
+    third = len(lines) // 3
+    parts = [lines[:third], lines[third : 2 * third], []]
+    late = lines[2 * third :]
+    _head_middle_tail(redis_client, "uncrashed", parts, crash=False, late=late)
+    _head_middle_tail(redis_client, "c", parts, crash=True, late=late)
     _same_store(redis_client, "c", "uncrashed")
 
 
