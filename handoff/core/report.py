@@ -42,6 +42,15 @@ def outline(
     return head, [item[_POD] for item in ranked], now
 
 
+def judged(
+    timeline: Timeline, at: float | None = None, stuck_after: float = 60.0
+) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
+    """outline()'s summary and every pod ranked with its judgement: (-severity, created,
+    namespace, name, uid, pod, judgement), worst first then oldest first."""
+    head, ranked, _ = _ranked(timeline, at, stuck_after, (), ())
+    return head, ranked
+
+
 # A ranked pod: (-severity, created, namespace, name, uid, pod, judgement). The uid
 # is unique, so sorting these tuples never compares the last two.
 _POD, _JUDGEMENT = 5, 6

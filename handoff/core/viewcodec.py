@@ -32,6 +32,9 @@ VIEW_FORMAT = 1
 # Where the store's Lua (``store.drop_pods``) finds a compact view's index fields: their
 # places in the stored array, counting from 1 as Lua does (VIEW_FORMAT is at 1).
 LUA_POSITIONS = {"namespace": 2, "name": 3, "node": 5, "binding": 7, "verdict": 9}
+_VERDICT_AT, _NAMESPACE_AT, _NODE_AT = (
+    LUA_POSITIONS[name] - 1 for name in ("verdict", "namespace", "node")
+)
 _VIEW_KEYS = (
     "namespace",
     "name",
@@ -86,6 +89,20 @@ def decode_view(raw: bytes | str) -> dict[str, Any]:
     if type(data) is dict:
         return data
     return _expand(data)
+
+
+def index_fields(raw: bytes | str) -> tuple[str, str, str]:
+    """(verdict, namespace, node or "") of a stored view: what its index entries were
+    written from (``store.write_pods``), without expanding the rest of it."""
+    if raw[:1] in (b"{", "{"):
+        view = orjson.loads(raw)
+    else:
+        data = _decoder.decode(raw)
+        if type(data) is dict:
+            view = data
+        else:
+            return data[_VERDICT_AT], data[_NAMESPACE_AT], data[_NODE_AT] or ""
+    return view["verdict"], view["namespace"], view["node"] or ""
 
 
 def _compact(view: dict[str, Any]) -> list[Any] | None:

@@ -38,7 +38,7 @@ from handoff.live import queries, store
 from handoff.live.aggregates import Aggregates
 from handoff.live.push import Publisher, messages
 from handoff.live.search import SearchIndex
-from handoff.live.snapshots import Snapshots, read_snapshot
+from handoff.live.snapshots import Snapshot, Snapshots, read_snapshot
 
 log = logging.getLogger(__name__)
 # Verdicts that can change with nothing but the passing of time. So can any verdict of
@@ -49,6 +49,9 @@ NODE_BLIND = "node:"  # key prefix in Folder.blind for nodes (pods are keyed by 
 # Seconds between rebuilds of every node's summary (the nodes page's data) while the
 # fold runs: ~7 ms at 5,000 nodes, too much for every flush when nodes keep changing.
 NODES_INTERVAL = 1.0
+# Pod views per MULTI/EXEC of a flush (≈ 10 µs of Redis time each): a restore that
+# rewrites 200,000 views must not hold every other client of Redis up for seconds.
+FLUSH_PART = 2000
 
 
 @dataclass(frozen=True)
@@ -112,29 +115,87 @@ class Folder(Snapshots):
     # ------------------------------------------------------------ restore
 
     def restore(self) -> None:
-        """Load the snapshot and fold the stream after it. After a clean hand-over the
-        stored views are the snapshot's, so only the pods the tail changed are written;
-        otherwise (a crash, a lost lease) every pod's view is rewritten."""
-        written = self.load()
-        if written is not None and self._store_matches(written):
-            self.written = written
-            self.timed = {
-                uid
-                for uid, (verdict, _, _) in written.items()
-                if verdict in TIME_BASED
-                or (verdict != v.STUCK_TERMINATING and terminating(self.timeline.pods.get(uid)))
-            }
-            self.deletions = [
-                (pod.milestones[DELETED], uid)
-                for uid, pod in self.timeline.pods.items()
-                if pod.milestones[DELETED] is not None
-            ]
-            heapq.heapify(self.deletions)
-            # Judged again as a continuing fold's sweep would: time, and the tail's node
-            # changes, move these without an event of their own.
-            self.dirty |= self.timed
-            self.flush()
+        """Load the snapshot, fold the stream after it, and write only the views that are
+        not already right. Flushes are atomic (MULTI/EXEC), so the store is always what
+        a fold wrote up to the fold hash's cursor, after a crash of the worker or of
+        Redis (restarted from its AOF or RDB) too: views flushed before that cursor stay.
+        A store that is not that (no snapshot or one without ``written``, a view count
+        other than the fold's) gets every view and index entry rewritten."""
+        saved = self._load_snapshot()
+        progress = store.fold_state(self.client, self.cluster)
+        if (
+            saved is None
+            or saved.written is None
+            or not self._store_is_the_folds(progress)
+            or not self._keeps_aggregates(saved.written)
+        ):
+            self._fold_until(None)
+            self._rewrite_all()
             return
+        self._resume(saved.written, saved.pending, progress["cursor"])
+
+    def _keeps_aggregates(self, written: dict[str, tuple[str, str, str]]) -> bool:
+        """Stored by a version that kept the fleet aggregates and the name index (else
+        they are counted again from every view: an upgrade)."""
+        return not written or (self.aggregates.present() and self.search.present())
+
+    def _store_is_the_folds(self, progress: dict[str, str]) -> bool:
+        """The views hash holds as many views as the last flush (or retention) left."""
+        stored = progress.get("stored")
+        return (
+            "cursor" in progress
+            and stored is not None
+            and self.client.hlen(store.pods_key(self.cluster)) == int(stored)
+        )
+
+    def _resume(
+        self, written: dict[str, tuple[str, str, str]], pending: list[str], flushed: str
+    ) -> None:
+        """Continue from the snapshot as the crashed worker would have. The snapshot's
+        ``written`` is right for every pod no flush touched after it; the flushes up to
+        the stored cursor ``flushed`` wrote the pods pending at the snapshot, the ones
+        the entries up to it changed and swept ones, so those are read back from the
+        store. Only what the entries after ``flushed`` changed (or, if no flush came
+        after the snapshot, what was pending at it too) is written again."""
+        self.written = written
+        # A flush's first parts may have written pending pods before the cursor moved.
+        reread = set(pending)
+        after, at = store.stream_id_key(flushed), store.stream_id_key(self.cursor)
+        if after >= at:
+            self._fold_until(flushed)  # already in the stored views
+            reread |= self.dirty
+            # At the snapshot's own cursor a flush may have come before it or after it:
+            # the pending pods are written again (an unchanged view, if it came after).
+            self.dirty = set(pending) if after == at else set()
+        else:  # no flush after the snapshot: `written` is the store's
+            self.dirty = set(pending)
+        self._fold_until(None)
+        self.timed = {uid for uid, fields in written.items() if self._timed(uid, fields[0])}
+        reread |= self.dirty | self.timed
+        for uid in reread:
+            written.pop(uid, None)
+        written.update(store.written_fields(self.client, self.cluster, reread))
+        self.timed = {uid for uid, fields in written.items() if self._timed(uid, fields[0])}
+        self.deletions = [
+            (pod.milestones[DELETED], uid)
+            for uid, pod in self.timeline.pods.items()
+            if pod.milestones[DELETED] is not None
+        ]
+        heapq.heapify(self.deletions)
+        # Owner records a flush after the snapshot wrote: each is written again as now.
+        self.timeline.owners.dirty.update(self._stored_owners())
+        self.flush()
+        # What a continuing fold's sweep and retention would have done meanwhile: time
+        # and the tail's node changes move verdicts without an event of their own.
+        self.sweep()
+        self.retain()
+
+    def _timed(self, uid: str, verdict: str) -> bool:
+        return verdict in TIME_BASED or (
+            verdict != v.STUCK_TERMINATING and terminating(self.timeline.pods.get(uid))
+        )
+
+    def _rewrite_all(self) -> None:
         # The store may hold views of pods this state no longer has (dropped, forgotten).
         stored = set(self.client.hkeys(store.pods_key(self.cluster)))
         stale = {uid.decode() for uid in stored} - set(self.timeline.pods)
@@ -149,16 +210,6 @@ class Folder(Snapshots):
         stored = {key.decode() for key in self.client.hkeys(store.owners_key(self.cluster))}
         return stored | set(book.failures) | set(book.endings)
 
-    def _store_matches(self, written: dict[str, tuple[str, str, str]]) -> bool:
-        """Nothing was flushed after the snapshot (by a worker that then died), and the
-        views hash holds a view for each pod of the snapshot, and no other."""
-        return (
-            self.clean_at(self.loaded_cursor)
-            and self.client.hlen(store.pods_key(self.cluster)) == len(written)
-            # Stored by a version that kept no fleet aggregates or name index: count again.
-            and (not written or (self.aggregates.present() and self.search.present()))
-        )
-
     def clean_at(self, cursor: str | None) -> bool:
         """The stored snapshot and the last flush both cover the stream up to ``cursor``."""
         state = store.fold_state(self.client, self.cluster)
@@ -167,23 +218,29 @@ class Folder(Snapshots):
     def load(self) -> dict[str, tuple[str, str, str]] | None:
         """The timeline as of the stream's end: the snapshot plus the entries after it.
         Returns what the stored views were written from, if the snapshot says."""
-        written = None
-        self.loaded_cursor: str | None = None
+        saved = self._load_snapshot()
+        self._fold_until(None)
+        return None if saved is None else saved.written
+
+    def _load_snapshot(self) -> Snapshot | None:
+        """The stored snapshot, loaded into this worker; None if there is none usable."""
         raw = self.client.get(store.snapshot_key(self.cluster))
-        if raw is not None:
-            try:
-                saved = read_snapshot(raw)
-                self.timeline = load_state(saved.timeline)
-                self.blind, self.cursor = saved.blind, saved.cursor
-                written, self.loaded_cursor = saved.written, saved.cursor
-            except ValueError as exc:
-                log.warning(
-                    "%s: snapshot unreadable (%s), folding the whole stream", self.cluster, exc
-                )
+        if raw is None:
+            return None
+        try:
+            saved = read_snapshot(raw)
+            self.timeline = load_state(saved.timeline)
+        except ValueError as exc:
+            log.warning("%s: snapshot unreadable (%s), folding the whole stream", self.cluster, exc)
+            return None
+        self.blind, self.cursor = saved.blind, saved.cursor
+        return saved
+
+    def _fold_until(self, end: str | None) -> None:
+        """Fold the stream after the cursor up to ``end`` (None: its end)."""
         with paused_gc():
-            while self.fold(self._range(self.settings.batch * 5)):
+            while self.fold(self._range(self.settings.batch * 5, end)):
                 pass
-        return written
 
     def _clear_indexes(self) -> None:
         pattern = store.index_key(self.cluster, "*", "*")
@@ -196,9 +253,10 @@ class Folder(Snapshots):
             self.client.delete(*keys[start : start + 500])
         self.written = {}
 
-    def _range(self, count: int) -> list[tuple[str, bytes]]:
+    def _range(self, count: int, end: str | None = None) -> list[tuple[str, bytes]]:
         start = "-" if self.cursor == "0-0" else "(" + self.cursor
-        entries = self.client.xrange(store.events_key(self.cluster), min=start, count=count)
+        key = store.events_key(self.cluster)
+        entries = self.client.xrange(key, min=start, max=end or "+", count=count)
         return [(i.decode(), f[store.STREAM_FIELD]) for i, f in entries]
 
     # --------------------------------------------------------------- fold
@@ -348,10 +406,7 @@ class Folder(Snapshots):
         for uid in removed or ():
             self.timed.discard(uid)
         stamp = format_time(now)
-        pipe = self.client.pipeline(transaction=False)
-        self.aggregates.queue(pipe, views, removed, self.written)
-        self.search.queue(pipe, views, removed, self.written)
-        store.write_pods(pipe, self.cluster, views, self.written)
+        pipe = self._write_in_parts(views, removed)
         if removed:
             store.drop_pods(pipe, self.cluster, removed, self.written)
         self._write_owners(pipe, now)
@@ -360,6 +415,7 @@ class Folder(Snapshots):
             "evaluated_at": stamp,
             "stuck_after": repr(self.settings.stuck_after),
             "pods": len(pods),
+            "stored": len(self.written),  # views in the store after this flush
             "nodes": len(self.timeline.nodes),
             "events": self.events,
             "flushed": repr(self.clock()),
@@ -390,6 +446,40 @@ class Folder(Snapshots):
             record = book.record(key, now)
             records[key] = None if record is None else orjson.dumps(record)
         store.write_owners(pipe, self.cluster, records)
+
+    def _write_in_parts(
+        self, views: dict[str, tuple[dict[str, Any], bytes]], removed: list[str]
+    ) -> Any:
+        """Write the views in MULTI/EXECs of at most FLUSH_PART pods; returns the last one's
+        pipeline, for the flush's progress to go with them. Each part is whole, so a worker
+        killed mid-flush, or Redis restarted from its AOF or RDB, never leaves half of a
+        pod's writes; a part written before the cursor moved holds pods the entries after
+        the stored cursor changed, which a restore reads back (see restore). One EXEC of
+        every view would hold every other client of Redis up for seconds. The fleet
+        aggregates' and the name index's share of each part goes in that part; the
+        ``removed`` pods' in the last one, with their drop."""
+        items = list(views.items())
+        for start in range(0, len(items) - FLUSH_PART, FLUSH_PART):
+            pipe = self.client.pipeline(transaction=True)
+            self._queue_views(pipe, dict(items[start : start + FLUSH_PART]), [])
+            pipe.hset(store.fold_key(self.cluster), "stored", len(self.written))
+            self.aggregates.settle(pipe.execute(), len(self.written))
+        last = len(items) - (len(items) - 1) % FLUSH_PART - 1 if items else 0
+        pipe = self.client.pipeline(transaction=True)
+        self._queue_views(pipe, dict(items[last:]), removed)
+        return pipe
+
+    def _queue_views(
+        self,
+        pipe: redis.client.Pipeline,
+        views: dict[str, tuple[dict[str, Any], bytes]],
+        removed: list[str],
+    ) -> None:
+        """The views' writes with the aggregates' and the index's moves, which read what
+        was written before (``self.written``, updated by ``write_pods``)."""
+        self.aggregates.queue(pipe, views, removed, self.written)
+        self.search.queue(pipe, views, removed, self.written)
+        store.write_pods(pipe, self.cluster, views, self.written)
 
     def _nodes(self) -> dict[str, Any]:
         return {
@@ -457,10 +547,11 @@ class Folder(Snapshots):
             self.timed.discard(uid)
         if gone:
             self.dirty.difference_update(gone)
-            pipe = self.client.pipeline(transaction=False)
+            pipe = self.client.pipeline(transaction=True)
             self.aggregates.queue(pipe, {}, gone, self.written)
             self.search.queue(pipe, {}, gone, self.written)
             store.drop_pods(pipe, self.cluster, gone, self.written)
+            pipe.hset(store.fold_key(self.cluster), "stored", len(self.written))
             self.aggregates.settle(pipe.execute(), len(self.written))
             self.search.compact()
             if self.publisher is not None:

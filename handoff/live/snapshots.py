@@ -34,9 +34,13 @@ class Snapshot(msgspec.Struct):
     timeline: bytes
     blind: dict[str, dict[str, str]]
     cursor: str
-    # Saved right after a flush (a fold window's end): the stored views are this state's,
-    # and this is what their index entries were written from (Folder.written).
+    # What the stored views' index entries were written from (Folder.written) when the
+    # snapshot was taken, and the pods changed since the last flush (Folder.dirty, in no
+    # view yet): with the fold hash's cursor, a successor after a crash learns which
+    # stored views are already right (docs/architecture.md, "Fold worker"). None in
+    # snapshots of versions before it.
     written: dict[str, tuple[str, str, str]] | None = None
+    pending: list[str] = msgspec.field(default_factory=list)
 
 
 def read_snapshot(raw: bytes) -> Snapshot:
@@ -72,8 +76,7 @@ class Snapshots:
         if self.saver is not None:
             self._reap(wait=True)
         self.last_snapshot = self.clock()
-        # With nothing waiting to be flushed, the stored views are this state's.
-        blob = self._snapshot_blob(self.written if not self.dirty else None)
+        blob = self._snapshot_blob()
         if store.save_snapshot(self.client, self.cluster, blob, self.cursor):
             self._trim(self.cursor)
 
@@ -123,10 +126,12 @@ class Snapshots:
         elif code != 3:  # 3: a newer snapshot was there already
             log.warning("%s: background snapshot failed (exit %s)", self.cluster, code)
 
-    def _snapshot_blob(self, written: dict[str, tuple[str, str, str]] | None = None) -> bytes:
+    def _snapshot_blob(self) -> bytes:
         state = dump_state(self.timeline)
         return msgspec.msgpack.encode(
-            Snapshot(SNAPSHOT_VERSION, state, self.blind, self.cursor, written)
+            Snapshot(
+                SNAPSHOT_VERSION, state, self.blind, self.cursor, self.written, sorted(self.dirty)
+            )
         )
 
     def _trim(self, cursor: str) -> None:

@@ -24,7 +24,7 @@ import redis
 
 from handoff.core import verdicts as v
 from handoff.core.trace import parse_time
-from handoff.core.viewcodec import LUA_POSITIONS, VIEW_FORMAT
+from handoff.core.viewcodec import LUA_POSITIONS, VIEW_FORMAT, index_fields
 
 STREAM_FIELD = b"l"  # the one field of a stream entry: a trace v1 line
 
@@ -462,6 +462,21 @@ def drop_pods(
 def pod_blobs(client: redis.Redis, cluster: str) -> dict[str, bytes]:
     """Every stored view, encoded (``viewcodec.decode_view`` reads them)."""
     return {uid.decode(): raw for uid, raw in client.hgetall(pods_key(cluster)).items()}
+
+
+def written_fields(
+    client: redis.Redis, cluster: str, uids: Iterable[str], chunk: int = 2000
+) -> dict[str, tuple[str, str, str]]:
+    """(verdict, namespace, node) each stored view's index entries were written from, for
+    the ``uids`` that have one: a restoring fold learns what it must move them from."""
+    uids = list(uids)
+    found: dict[str, tuple[str, str, str]] = {}
+    for start in range(0, len(uids), chunk):
+        part = uids[start : start + chunk]
+        for uid, raw in zip(part, client.hmget(pods_key(cluster), part), strict=True):
+            if raw is not None:
+                found[uid] = index_fields(raw)
+    return found
 
 
 def pods_by(client: redis.Redis, cluster: str, by: str, value: str) -> list[str]:

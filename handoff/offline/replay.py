@@ -18,8 +18,10 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from handoff.core.gcpause import paused_gc
+from handoff.core.report import judged
 from handoff.core.snapshot import dump_state, load_state
 from handoff.core.timeline import Timeline
 from handoff.core.trace import LineError, WatchEvent
@@ -58,6 +60,8 @@ class ReplayState:
         self._lock = threading.RLock()
         self._working: Timeline | None = None
         self._position = 0
+        self._moves = 0  # counts changes of the working timeline (see judged_at)
+        self._judged: tuple[tuple[int, float, float], tuple[dict, list]] | None = None
         self._build()
 
     @classmethod
@@ -110,8 +114,22 @@ class ReplayState:
             if working is None or not base <= self._position <= target:
                 working = load_state(self.checkpoints[slot])
                 self._position = base
+            if working is not self._working or self._position != target:
+                self._moves += 1
             with paused_gc():
                 for event in self.events[self._position : target]:
                     working.apply(event)
             self._working, self._position = working, target
             return working
+
+    def judged_at(self, at: float, stuck_after: float) -> tuple[dict[str, Any], list[Any]]:
+        """``report.judged`` of the timeline at ``at``: one judging pass over every pod,
+        kept until the working timeline moves, so a board page's summary and pod list
+        (two requests at one time) judge the pods once. Call inside ``seek(at)``."""
+        with self._lock:
+            timeline = self.timeline_at(at)
+            key = (self._moves, at, stuck_after)
+            if self._judged is None or self._judged[0] != key:
+                self._judged = None  # the old pass's pods are not kept meanwhile
+                self._judged = (key, judged(timeline, at, stuck_after))
+            return self._judged[1]

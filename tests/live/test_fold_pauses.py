@@ -49,15 +49,16 @@ def test_the_periodic_snapshot_is_written_by_a_copy_and_then_trims(redis_client)
     assert folder.saver is None, "the background snapshot did not finish"
     cursor, blob = _stored_snapshot(redis_client, "c")
     assert cursor == folder.cursor
-    # What the copy wrote is what the foreground would have written, but for the views'
-    # index entries, which only a snapshot taken right after a flush may vouch for.
+    # What the copy wrote is what the foreground would have written, but for the views
+    # written since: the copy names them as pending, changed and not yet flushed.
     redis_client.delete(store.snapshot_key("c"), store.fold_key("c"))
     folder.snapshot()
     again, foreground = _stored_snapshot(redis_client, "c")
     background = msgspec.msgpack.decode(blob, type=Snapshot)
     assert again == cursor
-    assert background.written is None
-    assert msgspec.structs.replace(background, written=folder.written) == (
+    assert background.written is not None
+    assert set(background.written) | set(background.pending) == set(folder.written)
+    assert msgspec.structs.replace(background, written=folder.written, pending=[]) == (
         msgspec.msgpack.decode(foreground, type=Snapshot)
     )
     with pytest.raises(ProcessLookupError):  # reaped: no zombie left behind
@@ -174,7 +175,20 @@ def test_after_a_clean_hand_over_only_the_tail_is_written(redis_client, monkeypa
     )
 
 
-def test_after_a_crash_every_view_is_rewritten(redis_client, monkeypatch):
+def _same_store(client, mine: str, full: str) -> None:
+    """The views, index entries and per-node counts of ``mine`` are ``full``'s."""
+    views, expected = queries.pod_views(client, mine), queries.pod_views(client, full)
+    assert {uid: (v["verdict"], v["reason"], v["milestones"]) for uid, v in views.items()} == {
+        uid: (v["verdict"], v["reason"], v["milestones"]) for uid, v in expected.items()
+    }
+    indexes, others = _indexes(client, mine), _indexes(client, full)
+    assert [k.split(b":", 2)[2] for k in indexes] == [k.split(b":", 2)[2] for k in others]
+    assert list(indexes.values()) == list(others.values())
+    handed = client.hgetall(store.node_verdicts_key(mine))
+    assert handed == client.hgetall(store.node_verdicts_key(full))
+
+
+def test_a_store_that_is_not_the_folds_gets_every_view_rewritten(redis_client, monkeypatch):
     replay(redis_client, "c", TRACES / "node-lost.jsonl")
     first = fold_all(redis_client, "c")
     first.snapshot()
@@ -185,12 +199,90 @@ def test_after_a_crash_every_view_is_rewritten(redis_client, monkeypatch):
     Folder(redis_client, "c", FoldSettings(block_ms=1)).restore()
     assert sum(counts) == len(first.written)
     assert uid in queries.pod_views(redis_client, "c")
-    # A snapshot taken with changes not yet flushed is never trusted either.
-    first.dirty.add(uid)
+
+
+def test_pods_pending_at_the_snapshot_are_written_again(redis_client, monkeypatch):
+    replay(redis_client, "c", TRACES / "node-lost.jsonl")
+    first = fold_all(redis_client, "c")
+    uid = next(iter(first.written))
+    first.dirty.add(uid)  # changed, not flushed yet when the snapshot was taken
     first.snapshot()
-    counts.clear()
+    counts = _written_counts(monkeypatch)
     Folder(redis_client, "c", FoldSettings(block_ms=1)).restore()
-    assert sum(counts) == len(first.written)
+    assert sum(counts) == 1
+    replay(redis_client, "full", TRACES / "node-lost.jsonl")
+    fold_all(redis_client, "full")
+    _same_store(redis_client, "c", "full")
+
+
+def _lines(name: str) -> list[bytes]:
+    return [event.raw for event in TraceReader(TRACES / name)]
+
+
+def _head_middle_tail(
+    client,
+    cluster: str,
+    parts: list[list[bytes]],
+    crash: bool,
+    counts: list[int] | None = None,
+    late: list[bytes] = (),
+) -> Folder:
+    """A worker folds the head, snapshots (a window's end), folds and flushes the middle,
+    then the tail arrives: it folds that too, or is killed and a successor restores
+    (``counts``: emptied just before, so it holds the successor's writes); ``late``
+    arrives after that, folded by whichever worker is live."""
+    head, middle, tail = parts
+    store.append(client, cluster, head)
+    first = fold_all(client, cluster)
+    first.snapshot()
+    store.append(client, cluster, middle)
+    while first.step():
+        pass
+    first.flush()
+    store.append(client, cluster, tail)
+    if crash:
+        if counts is not None:
+            counts.clear()
+        successor = Folder(client, cluster, FoldSettings(block_ms=1))
+        successor.restore()
+        store.append(client, cluster, late)
+        while successor.step():
+            pass
+        successor.flush()
+    else:
+        store.append(client, cluster, late)
+        while first.step():
+            pass
+        first.flush()
+    return first
+
+
+def test_after_a_crash_only_what_came_after_the_last_flush_is_written(redis_client, monkeypatch):
+    lines = [raw for trace in sorted(TRACES.glob("*.jsonl")) for raw in _lines(trace.name)]
+    third = len(lines) // 3  # pods go on changing from one part to the next
+    parts = [lines[:third], lines[third : 2 * third], lines[2 * third :]]
+    _head_middle_tail(redis_client, "uncrashed", parts, crash=False)
+    counts = _written_counts(monkeypatch)
+    first = _head_middle_tail(redis_client, "c", parts, crash=True, counts=counts)
+    probe = Folder(redis_client, "probe")
+    probe.fold([("1-0", raw) for raw in parts[0] + parts[1]])
+    probe.dirty.clear()
+    probe.fold([("2-0", raw) for raw in parts[2]])
+    changed = {uid for uid in probe.dirty if uid in probe.timeline.pods and ":" not in uid}
+    assert 0 < counts[0] == len(changed) < len(first.written)  # the successor's flush
+    _same_store(redis_client, "c", "uncrashed")
+
+
+def test_pods_flushed_after_the_snapshot_move_from_where_they_were_written(redis_client):
+    """What the successor knows of a pod flushed after the snapshot is what the store
+    holds, not the snapshot's: when it changes again, its old index entries go."""
+    lines = [raw for trace in sorted(TRACES.glob("*.jsonl")) for raw in _lines(trace.name)]
+    third = len(lines) // 3
+    parts = [lines[:third], lines[third : 2 * third], []]
+    late = lines[2 * third :]
+    _head_middle_tail(redis_client, "uncrashed", parts, crash=False, late=late)
+    _head_middle_tail(redis_client, "c", parts, crash=True, late=late)
+    _same_store(redis_client, "c", "uncrashed")
 
 
 def _node_lines(path: Path) -> tuple[list[bytes], list[bytes]]:
@@ -223,19 +315,6 @@ def test_node_changes_reach_the_nodes_summary_at_most_once_a_second(redis_client
     assert all(b - a >= 1.0 for a, b in itertools.pairwise(rebuilt))
     nodes = orjson.loads(store.fold_state(redis_client, "c")["nodes_json"])
     assert nodes["worker-3"]["ready"] != "True"
-
-
-def test_a_flush_after_the_snapshot_means_the_views_are_not_the_snapshots(
-    redis_client, monkeypatch
-):
-    replay(redis_client, "c", TRACES / "node-lost.jsonl")
-    first = fold_all(redis_client, "c")
-    first.snapshot()
-    # A successor folded and flushed past the snapshot, then died before its own.
-    redis_client.hset(store.fold_key("c"), "cursor", "99999999999999-0")
-    counts = _written_counts(monkeypatch)
-    Folder(redis_client, "c", FoldSettings(block_ms=1)).restore()
-    assert sum(counts) == len(first.written)
 
 
 def test_the_next_window_in_the_same_process_takes_the_fold_worker_over(redis_client):

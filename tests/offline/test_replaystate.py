@@ -55,3 +55,26 @@ def test_it_keeps_at_most_the_checkpoint_cap() -> None:
     state = ReplayState(events, every=1)
     assert len(state.checkpoints) <= MAX_CHECKPOINTS
     assert state.timeline_at(state.end).events_applied == len(events)
+
+
+def test_one_judging_pass_serves_every_request_at_one_time(monkeypatch) -> None:
+    from handoff.offline import replay
+
+    events = [
+        e
+        for name in ("node-lost.jsonl", "stuck-node-missing.jsonl")
+        for e in TraceReader(TRACES / name)
+    ]
+    state = ReplayState(events, every=3)
+    passes = []
+    real = replay.judged
+    monkeypatch.setattr(replay, "judged", lambda *a: passes.append(a[1]) or real(*a))
+    times = sorted({e.time() for e in events})
+    early, late = times[len(times) // 3], times[-1]
+    for at in (early, early, late, late, early):
+        with state.seek(at):
+            head, ranked = state.judged_at(at, 60.0)
+            expected = build_report(fold(events, until=at), at=at)
+            assert head["summary"] == expected["summary"]
+            assert [item[4] for item in ranked] == [p["uid"] for p in expected["pods"]]
+    assert passes == [early, late, early]  # again only once the timeline moved

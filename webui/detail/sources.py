@@ -18,7 +18,6 @@ from django.conf import settings
 from handoff import conf
 from handoff.core import verdicts as v
 from handoff.core.histogram import Histogram
-from handoff.core.report import outline
 from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
 from handoff.core.views import pod_view, sort_key
@@ -146,7 +145,7 @@ class ReplaySource:
         }
 
     def summary(self) -> dict[str, Any]:
-        head, _, _ = outline(self.timeline, self.at, self.stuck_after)
+        head, _ = self.state.judged_at(self.at, self.stuck_after)
         counts = head["summary"]["verdicts"]
         attention = sum(n for name, n in counts.items() if v.VERDICTS[name].attention)
         return {
@@ -160,12 +159,25 @@ class ReplaySource:
         }
 
     def pods(self, filters: PodFilters, offset: int, limit: int) -> dict[str, Any]:
-        """The board's pod list at this time: filtered, worst first, one page of it."""
-        wanted = [p for p in self.rows() if filters.matches(p)]
-        wanted.sort(key=_row_sort_key)
+        """The board's pod list at this time: filtered, worst first, one page of it. From
+        the judging pass the summary shares (``ReplayState.judged_at``): no durations or
+        rows for the pods off the page."""
+        _, ranked = self.state.judged_at(self.at, self.stuck_after)
+        binding = self.timeline.binding
+        wanted = [
+            pod
+            for _, _, _, _, uid, pod, judgement in ranked
+            if not uid.startswith("name:")
+            and filters.accepts(
+                judgement.verdict,
+                pod.namespace,
+                pod.name,
+                pod.node,
+                binding(pod) if filters.binding else "",
+            )
+        ]
         page = wanted[offset : offset + limit]
-        by_uid = self.timeline.pods
-        views = [self.view(by_uid[row.uid]) for row in page if row.uid in by_uid]
+        views = [self.view(pod) for pod in page]
         views.sort(key=sort_key)
         end = offset + len(page)
         return {
@@ -174,10 +186,6 @@ class ReplaySource:
             "pods": views,
             "next": str(end) if end < len(wanted) else None,
         }
-
-
-def _row_sort_key(row: PodRow) -> tuple[Any, ...]:
-    return (-v.severity(row.verdict), row.created or "9999", row.namespace, row.name)
 
 
 @dataclass(frozen=True)
@@ -191,13 +199,18 @@ class PodFilters:
     q: str = ""  # case-insensitive substring of namespace/name
 
     def matches(self, row: PodRow) -> bool:
-        if self.verdicts and row.verdict not in self.verdicts:
+        return self.accepts(row.verdict, row.namespace, row.name, row.node, row.binding)
+
+    def accepts(
+        self, verdict: str, namespace: str, name: str, node: str | None, binding: str | None
+    ) -> bool:
+        if self.verdicts and verdict not in self.verdicts:
             return False
-        if self.namespace and row.namespace != self.namespace:
+        if self.namespace and namespace != self.namespace:
             return False
-        if self.node is not None and (row.node or "") != self.node:
+        if self.node is not None and (node or "") != self.node:
             return False
-        if self.binding and row.binding != self.binding:
+        if self.binding and binding != self.binding:
             return False
         text = self.q.casefold()
-        return not text or text in f"{row.namespace}/{row.name}".casefold()
+        return not text or text in f"{namespace}/{name}".casefold()

@@ -30,6 +30,11 @@ PAGES_SCALE = {True: (1000, 30_000, 100.0, 60.0), False: FULL}
 PAGES_SECONDS = {True: 30.0, False: 60.0}
 # Watch capacity (issue 21.4): clusters on one watch worker, seconds measured.
 CAPACITY = {True: (5, 20.0), False: (20, 120.0)}
+# Restore after a crash (issue 19): the scale trace's first 125 s make ≈ 200,000 pods;
+# events folded and flushed after the snapshot (a 60 s snapshot interval at 2,000/s), and
+# events after the last flush (a lapsed lease's 15 s at 2,000/s).
+RESTORE_SCALE = {True: QUICK, False: (5000, 150_000, 400.0, 125.0)}
+RESTORE_TAIL = {True: (20_000, 5_000), False: (120_000, 30_000)}
 
 
 @dataclass
@@ -180,6 +185,25 @@ def fidelity(run: Run) -> None:
     run.results.sections["fidelity"] = result.json()
 
 
+def restore(run: Run) -> None:
+    """A fold worker killed between snapshots, and its successor's restore (its own store:
+    ``--trace``, or the scale trace's first 125 s)."""
+    from devtools.bench import restore as benchrestore
+
+    nodes, pods, churn, duration = RESTORE_SCALE[run.quick]
+    trace = run.trace if run.given_trace else None
+    if trace is None:
+        trace = run.workdir / f"scale-{nodes}-{pods}-{duration:.0f}.jsonl"
+        if not trace.exists():
+            run.say(f"recording the restore's store ({nodes} nodes, {pods} pods)...")
+            bench.record_scale_trace(trace, nodes, pods, churn, duration)
+    flushed_after, arrived = RESTORE_TAIL[run.quick]
+    run.say(f"folding {trace}, then a crash and restores...")
+    benchrestore.run_restore_benchmarks(
+        run.results, run.services, trace, bench.count_lines(trace), flushed_after, arrived
+    )
+
+
 # In order: ``web`` reads what ``ingest`` stored, ``latency`` starts from an empty Redis,
 # ``pages`` builds its own store.
 SECTIONS: dict[str, Callable[[Run], None]] = {
@@ -192,6 +216,7 @@ SECTIONS: dict[str, Callable[[Run], None]] = {
     "pages": pages,
     "capacity": capacity,
     "fidelity": fidelity,
+    "restore": restore,
 }
 NEEDS_TRACE = {"fold", "triage", "ingest", "web"}
 

@@ -1,11 +1,14 @@
 """Benchmark of the detail pages' server side (not a test: run it by hand).
 
     .venv/bin/python -m tests.webui.detail.bench_detail [--pods 150000] [--replay-pods 50000]
+        [--replay-times 60] [--replay-only]
 
 Starts a private redis-server, folds a 10,000-pod trace through the real fold worker,
 copies the stored views up to --pods, then times (median of 5) what the fleet, nodes and
 pod endpoints do per request, and what the replay does: fold a --replay-pods trace once
-with checkpoints, then seek to random times and build a board page there.
+with checkpoints, then at --replay-times random times: the seek, the board's two
+requests (summary and first page) now and as they were before one judging pass served
+both (alternated), and a pod page; p50 and p99 of each.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import redis
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "handoff.settings")
 django.setup()
 
+from handoff.core import verdicts as v  # noqa: E402
 from handoff.core import viewcodec  # noqa: E402
+from handoff.core.report import outline  # noqa: E402
 from handoff.live import store  # noqa: E402
 from handoff.offline.replay import ReplayState  # noqa: E402
 from tests.conftest import start_redis, stop  # noqa: E402
@@ -67,11 +72,81 @@ def copy_views(client: redis.Redis, cluster: str, total: int) -> None:
         pipe.execute()
 
 
+def percentile(samples: list[float], share: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def board_before(state: ReplayState, at: float) -> None:
+    """The board's two requests as they were before the shared judging pass: the summary
+    from its own pass, the list from a row (with durations) of every pod."""
+    with ReplaySource(state, at, 60.0) as source:
+        outline(source.timeline, at, 60.0)
+    with ReplaySource(state, at, 60.0) as source:
+        wanted = list(source.rows())
+        wanted.sort(key=lambda r: (-v.severity(r.verdict), r.created or "9999", r.namespace))
+        [source.view(source.timeline.pods[row.uid]) for row in wanted[:100]]
+
+
+def board_now(state: ReplayState, at: float) -> None:
+    """The board's two requests at one time: /summary, then /pods (its first page)."""
+    with ReplaySource(state, at, 60.0) as source:
+        source.summary()
+    with ReplaySource(state, at, 60.0) as source:
+        source.pods(PodFilters(), 0, 100)
+
+
+def pod_page(state: ReplayState, at: float, rng: random.Random) -> None:
+    with ReplaySource(state, at, 60.0) as source:
+        source.pod(f"team-{rng.randrange(7)}", f"load-{rng.randrange(1000):05d}", None)
+
+
+def replay_figures(tmp: Path, pods: int, rounds: int) -> None:
+    """p50/p99 of replay requests at ``rounds`` random times, now and before, alternated."""
+    path = many_pods_trace(tmp / "replay.jsonl", pods)
+    start = time.perf_counter()
+    state = ReplayState.from_file(path)
+    built = time.perf_counter() - start
+    print(
+        f"replay: {len(state.events)} events folded with {len(state.checkpoints)}"
+        f" checkpoints in {built:.1f} s"
+    )
+    rng = random.Random(7)
+    samples: dict[str, list[float]] = {"seek": [], "board": [], "board before": [], "pod": []}
+    for _ in range(rounds):
+        at = state.times[rng.randrange(len(state.times))]  # a time in the trace's events
+        steps = [
+            ("seek", lambda at=at: state.timeline_at(at)),
+            ("board", lambda at=at: board_now(state, at)),
+            ("pod", lambda at=at: pod_page(state, at, rng)),
+        ]
+        if rng.random() < 0.5:  # before and now in either order, both from a fresh seek
+            steps.insert(0, ("board before", lambda at=at: board_before(state, at)))
+        else:
+            steps.append(("board before", lambda at=at: board_before(state, at)))
+        for name, step in steps:
+            state.timeline_at(state.start)  # away, so each one seeks afresh
+            started = time.perf_counter()
+            step()
+            samples[name].append((time.perf_counter() - started) * 1000)
+    for name, times in samples.items():
+        print(
+            f"replay {name} at a random time: p50 {percentile(times, 0.5):.0f} ms, "
+            f"p99 {percentile(times, 0.99):.0f} ms ({len(times)} times)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pods", type=int, default=150_000)
     parser.add_argument("--replay-pods", type=int, default=50_000)
+    parser.add_argument("--replay-times", type=int, default=60)
+    parser.add_argument("--replay-only", action="store_true", help="only the replay figures")
     args = parser.parse_args()
+    if args.replay_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            replay_figures(Path(tmp), args.replay_pods, args.replay_times)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         proc, url = start_redis(Path(tmp))
         try:
@@ -116,26 +191,7 @@ def main() -> None:
             assert nodes_kept()["nodes"] == answer["nodes"]["nodes"]
             print(f"nodes page from the fold's aggregates: {median_ms(nodes_kept, 7):.1f} ms")
 
-            path = many_pods_trace(Path(tmp) / "replay.jsonl", args.replay_pods)
-            start = time.perf_counter()
-            state = ReplayState.from_file(path)
-            built = time.perf_counter() - start
-            print(
-                f"replay: {len(state.events)} events folded with {len(state.checkpoints)}"
-                f" checkpoints in {built:.1f} s"
-            )
-            rng = random.Random(7)
-            picks = [rng.uniform(state.start, state.end) for _ in range(7)]
-
-            def seek() -> None:
-                state.timeline_at(picks[rng.randrange(len(picks))])
-
-            def board_page() -> None:
-                with ReplaySource(state, rng.choice(picks), 60.0) as source:
-                    source.pods(PodFilters(), 0, 100)
-
-            print(f"replay seek to a random time: {median_ms(seek, 7):.0f} ms")
-            print(f"replay board page at a random time: {median_ms(board_page, 7):.0f} ms")
+            replay_figures(Path(tmp), args.replay_pods, args.replay_times)
         finally:
             stop(proc)
 
