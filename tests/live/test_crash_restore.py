@@ -11,7 +11,7 @@ from pathlib import Path
 
 import redis
 
-from handoff.live import store
+from handoff.live import aggregates, queries, search, store
 from handoff.live.fold import Folder, FoldSettings
 from handoff.sim import Options, find_scenario, run
 from tests.conftest import stop, wait_until
@@ -129,9 +129,40 @@ def test_a_worker_and_redis_killed_mid_fold_restore_to_the_uncrashed_store(tmp_p
         _append(client, "uncrashed", lines)
         fold_all(client, "uncrashed")
         _same_store(client, CLUSTER, "uncrashed")
+        _same_aggregates(client, CLUSTER, "uncrashed")
     finally:
         if worker is not None and worker.poll() is None:
             worker.kill()
             worker.wait(timeout=10)
         client.close()
         stop(proc)
+
+
+def _same_aggregates(client: redis.Redis, mine: str, full: str) -> None:
+    """The fleet's kept histograms and swimlane, and the name index's answers, are the
+    uncrashed fold's: each part of a flush carried its own share of them."""
+    assert client.hgetall(aggregates.hist_key(mine)) == client.hgetall(aggregates.hist_key(full))
+    assert client.zrange(aggregates.recent_key(mine), 0, -1, withscores=True) == client.zrange(
+        aggregates.recent_key(full), 0, -1, withscores=True
+    )
+    nodes = {view["node"] for view in queries.pod_views(client, full).values() if view["node"]}
+    for node in sorted(nodes):
+        assert client.hgetall(aggregates.node_hist_key(mine, node)) == client.hgetall(
+            aggregates.node_hist_key(full, node)
+        ), node
+    names = sorted({(v["namespace"], v["name"]) for v in queries.pod_views(client, full).values()})
+    for namespace, name in names[:: max(1, len(names) // 25)]:
+        text = search.fold(namespace, name)
+        found = {
+            uid: folded
+            for uid, (folded, _) in search.lookup(
+                client, mine, search.candidates(client, mine, text)
+            ).items()
+        }
+        expected = {
+            uid: folded
+            for uid, (folded, _) in search.lookup(
+                client, full, search.candidates(client, full, text)
+            ).items()
+        }
+        assert found == expected, text
