@@ -9,21 +9,26 @@ Without them the tests skip with one line naming the variable; with CI=true they
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
 
 from devtools import controlplane, kubeassets
 from tests.browser.conftest import site_database  # noqa: F401 (a fixture the stack uses)
-from tests.conftest import BASE_DIR, start_redis, stop
+from tests.conftest import BASE_DIR, python_env, start_redis, stop
 from tests.k8s.nodes import NodeAgent
 from tests.k8s.stack import Stack, start_stack
 
 READER = "system:serviceaccount:handoff:handoff"  # deploy/rbac.yaml's service account
 _timings: dict[str, float] = {}
+FIDELITY_TESTS = Path(__file__).parent / "test_fidelity.py"
+_fidelity: dict[str, Any] = {"wanted": False}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -31,6 +36,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if Path(item.fspath).is_relative_to(Path(__file__).parent):
             item.add_marker(pytest.mark.k8s)
             item.add_marker(pytest.mark.slow)
+        if Path(item.fspath) == FIDELITY_TESTS:
+            _fidelity["wanted"] = True
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -42,6 +49,48 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("true", "1")
+
+
+def fidelity_command(keep: Path) -> list[str]:
+    return [sys.executable, "manage.py", "fidelity", "--json", "--keep", str(keep)]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fidelity_early(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``manage.py fidelity`` on a control plane of its own, started with the first k8s
+    test when test_fidelity.py is in the run: its two minutes are mostly waiting for the
+    real PodGC and taint manager (little CPU), so they pass while the other k8s tests
+    run; test_fidelity.py then reads the result (``fidelity_run``)."""
+    if not _fidelity["wanted"]:
+        yield
+        return
+    try:
+        kubeassets.find_binaries()
+    except kubeassets.AssetsMissing:
+        yield  # test_fidelity.py fails or skips with the reason
+        return
+    work = tmp_path_factory.mktemp("fidelity")
+    out, log = work / "report.json", work / "fidelity.log"
+    with out.open("wb") as stdout, log.open("wb") as stderr:
+        proc = subprocess.Popen(
+            fidelity_command(work / "traces"),
+            cwd=BASE_DIR,
+            env=python_env(),
+            stdout=stdout,
+            stderr=stderr,
+        )
+    _fidelity.update(proc=proc, out=out, log=log)
+    yield
+    if proc.poll() is None:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def fidelity_run() -> tuple[subprocess.Popen, Path, Path] | None:
+    """The early run of ``manage.py fidelity`` (process, its JSON file, its log), if any."""
+    if "proc" not in _fidelity:
+        return None
+    return _fidelity["proc"], _fidelity["out"], _fidelity["log"]
 
 
 @pytest.fixture(scope="session")

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 
 import orjson
 import pytest
 
 from devtools import kubeassets
 from tests.conftest import BASE_DIR, python_env
-from tests.k8s.conftest import in_ci
+from tests.k8s.conftest import fidelity_command, fidelity_run, in_ci
 
 FIGURE = re.compile(r"`(\d+) situations, (\d+) identical`")
 
@@ -35,9 +34,15 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
         if in_ci():
             pytest.fail(f"k8s tests need the control plane in CI: {exc}", pytrace=False)
         pytest.skip(str(exc))
+    early = fidelity_run()
+    if early is not None:  # started with the first k8s test (tests/k8s/conftest.py)
+        proc, out, log = early
+        proc.wait(timeout=300)
+        assert proc.returncode == 0, log.read_text()
+        return orjson.loads(out.read_bytes())
     keep = tmp_path_factory.mktemp("fidelity")
     done = subprocess.run(
-        [sys.executable, "manage.py", "fidelity", "--json", "--keep", str(keep)],
+        fidelity_command(keep),
         cwd=BASE_DIR,
         env=python_env(),
         capture_output=True,
