@@ -213,7 +213,10 @@ def run_watch(
             reconnect=lambda: KubeSource.for_cluster(config),
         )
         stopper.on_stop(loop.stop)
-        return loop.run(deadline)
+        try:
+            return loop.run(deadline)
+        finally:
+            stopper.discard(loop.stop)
     except Exception as exc:
         _note_failure(client, cluster, resource, exc)
         raise
@@ -379,16 +382,30 @@ def simulate(self, cluster: str) -> str:
 
 
 def _run_hosted(client: redis.Redis) -> Callable[[str, str, leases.Lease, Stopper], object]:
-    """What a stream host runs in each stream's thread: the stream's own loop, unwindowed."""
+    """What a stream host runs in each stream's thread: a watch window after window (a
+    fresh kubeconfig each), a fold or a simulator unwindowed."""
 
     def run(cluster: str, stream: str, lease: leases.Lease, stopper: Stopper) -> object:
         if stream == clusters.FOLD:
             return run_fold(client, cluster, lease, stopper)
         if stream == "simulator":
             return run_simulator(client, cluster, lease, stopper)
-        return run_watch(client, cluster, stream, lease, stopper)
+        return _watch_in_windows(client, cluster, stream, lease, stopper)
 
     return run
+
+
+def _watch_in_windows(
+    client: redis.Redis, cluster: str, stream: str, lease: leases.Lease, stopper: Stopper
+) -> str:
+    """A hosted watch, window after window (HANDOFF_WATCH_WINDOW) under the lease it
+    holds, as its own task ran: each window reads the cluster's kubeconfig again, so a
+    rotated token or CA is taken up while the old connection still works."""
+    while True:
+        deadline = time.monotonic() + conf.watch_settings().window
+        stopped = run_watch(client, cluster, stream, lease, stopper, deadline)
+        if stopped != "window" or stopper.event.is_set():
+            return stopped
 
 
 @shared_task(name="handoff.tasks.host", bind=True, ignore_result=True)

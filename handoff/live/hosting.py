@@ -42,6 +42,11 @@ class Stopper:
         if stopped:
             callback()
 
+    def discard(self, callback: Callable[[], object]) -> None:
+        """Forget a callback whose run has ended (a watch window over)."""
+        with self._lock, contextlib.suppress(ValueError):
+            self._callbacks.remove(callback)
+
     def stop(self) -> None:
         with self._lock:
             self.event.set()
