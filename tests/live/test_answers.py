@@ -6,6 +6,7 @@ import time
 import redis
 
 from handoff.live import answers
+from tests.conftest import wait_until
 
 
 def counting(body: bytes) -> tuple[list[int], callable]:
@@ -30,9 +31,31 @@ def test_one_build_serves_every_process_until_the_ttl(redis_client):
     another_process()
     assert answers.shared(redis_client, "c-one-build", "fleet", make) == b'{"a":1}'
     assert len(calls) == 1
+
+
+def test_an_old_answer_is_sent_while_the_next_is_built(redis_client):
+    bodies = iter([b"first", b"second"])
+    calls: list[int] = []
+
+    def make() -> bytes:
+        calls.append(1)
+        return next(bodies)
+
+    assert answers.shared(redis_client, "c-renew", "fleet", make) == b"first"
     time.sleep(answers.SHARED_TTL + 0.1)
-    assert answers.shared(redis_client, "c-one-build", "fleet", make) == b'{"a":1}'
+    another_process()
+    # Older than SHARED_TTL: sent at once, the next built in a thread.
+    assert answers.shared(redis_client, "c-renew", "fleet", make) == b"first"
+    wait_until(lambda: len(calls) == 2, 5, "the next answer")
+    wait_until(lambda: answers.shared(redis_client, "c-renew", "fleet", make) == b"second", 5, "it")
     assert len(calls) == 2
+
+
+def test_an_answer_older_than_keep_is_never_sent(redis_client, monkeypatch):
+    monkeypatch.setattr(answers, "KEEP", 0.3)
+    assert answers.shared(redis_client, "c-keep", "n", lambda: b"old") == b"old"
+    time.sleep(0.4)
+    assert answers.shared(redis_client, "c-keep", "n", lambda: b"new") == b"new"
 
 
 def test_kinds_and_clusters_are_apart(redis_client):
