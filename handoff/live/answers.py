@@ -44,7 +44,7 @@ def shared(client: redis.Redis, cluster: str, kind: str, make: Callable[[], byte
     with _memo_lock:
         hit = _memo.get(memo_key)
     if hit is None or time.time() - hit[0] >= SHARED_TTL:
-        hit = _fetch(client, key, memo_key) or hit
+        hit = _fetch(client, key, memo_key)  # gone from Redis: the store was cleared
     if hit is None:
         return _first(client, key, memo_key, make)
     age = time.time() - hit[0]

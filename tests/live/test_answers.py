@@ -89,3 +89,10 @@ def test_a_builder_that_died_frees_the_others_after_the_wait(redis_client, monke
     started = time.monotonic()
     assert answers.shared(redis_client, "c-died", "n", lambda: b"mine") == b"mine"
     assert time.monotonic() - started >= 0.3
+
+
+def test_an_answer_gone_from_redis_is_built_again(redis_client):
+    assert answers.shared(redis_client, "c-gone", "n", lambda: b"before") == b"before"
+    time.sleep(answers.SHARED_TTL + 0.1)
+    redis_client.flushall()  # a removed cluster, or a cleared store
+    assert answers.shared(redis_client, "c-gone", "n", lambda: b"after") == b"after"
