@@ -69,16 +69,17 @@ class Command(BaseCommand):
                 f"cannot listen on {options['bind']}:{options['port']}: {exc}"
             ) from exc
         argv = daphne_argv(sock.fileno(), options["application"])
+        stopping = catch_stop_signals()  # before the children: none is left without a parent
         children = [subprocess.Popen(argv, pass_fds=(sock.fileno(),)) for _ in range(count)]
         sock.close()  # the children hold it now
         self.stdout.write(
             f"serving on {options['bind']}:{options['port']} with {count} Daphne processes",
         )
-        sys.exit(supervise(children))
+        sys.exit(supervise(children, stopping))
 
 
-def supervise(children: list[subprocess.Popen]) -> int:
-    """Wait until a signal or one child's exit, then stop them all; the exit status."""
+def catch_stop_signals() -> list[int]:
+    """SIGTERM and SIGINT noted in the returned list instead of ending this process."""
     stopping: list[int] = []
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -86,6 +87,11 @@ def supervise(children: list[subprocess.Popen]) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, on_signal)
+    return stopping
+
+
+def supervise(children: list[subprocess.Popen], stopping: list[int]) -> int:
+    """Wait until a stop signal or one child's exit, then stop them all; the exit status."""
     ended = None
     while not stopping and ended is None:
         ended = next((c for c in children if c.poll() is not None), None)
