@@ -6,14 +6,11 @@ a page cannot tell a replayed cluster from a live one.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import redis
-from django.conf import settings
 
 from handoff import conf
 from handoff.core import verdicts as v
@@ -25,11 +22,6 @@ from handoff.live import queries
 from handoff.live.queries import pick, with_others
 from handoff.offline.replay import ReplayState
 from webui.detail.rows import PodRow, row_from_pod, row_from_view
-
-SHARED_TTL = 1.0  # seconds a live cluster's fleet answer is reused in one process
-_shared: dict[tuple[str, str, str], tuple[float, dict[str, Any]]] = {}
-_shared_lock = threading.Lock()
-_shared_gates: dict[tuple[str, str, str], threading.Lock] = {}
 
 
 def client() -> redis.Redis:
@@ -66,21 +58,6 @@ class LiveSource:
 
     def fleet_kept(self, lanes: int) -> dict[str, Any]:
         return queries.fleet_kept(self.client, self.cluster, lanes)
-
-    def shared(self, kind: str, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """An answer built at most once per SHARED_TTL per process: the fleet's swimlane
-        of 10,000 pods costs tens of milliseconds to build, and fifty people opening the
-        page in the same second need it once. Requests arriving meanwhile wait for it."""
-        key = (settings.REDIS_URL, self.cluster, kind)
-        with _shared_lock:
-            gate = _shared_gates.setdefault(key, threading.Lock())
-        with gate:
-            hit = _shared.get(key)
-            if hit is not None and time.monotonic() - hit[0] < SHARED_TTL:
-                return hit[1]
-            value = make()
-            _shared[key] = (time.monotonic(), value)
-            return value
 
     def node_histograms(self, nodes: list[str]) -> dict[str, dict[str, Histogram]]:
         return queries.node_histograms(self.client, self.cluster, nodes)
