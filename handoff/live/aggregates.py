@@ -16,7 +16,8 @@ view the first time it moves. Verdict counts and pods per node are the indexes a
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -27,6 +28,7 @@ from handoff.core.durations import not_observed
 from handoff.core.trace import observed_time, parse_time
 from handoff.core.verdicts import STAGES
 from handoff.core.viewcodec import decode_view
+from handoff.core.views import StageBar
 from handoff.live import store
 
 # The durations kept per node: what the fleet's latency heatmap colours by.
@@ -144,6 +146,31 @@ def lane(view: dict[str, Any]) -> bytes:
     return _encode([view["namespace"], view["name"], view["verdict"], first or 0, bars])
 
 
+def as_written(moment: float) -> float:
+    """An instant as its view gives it back: ``format_time`` rounds it to the microsecond
+    and ``observed_time`` reads that as the second plus the fraction. The same float,
+    without the text (what ``lane`` and ``created_of`` parse)."""
+    seconds = math.floor(moment)
+    micros = round((moment - seconds) * 1_000_000)
+    if micros == 1_000_000:
+        seconds, micros = seconds + 1, 0
+    return seconds + float(micros) / 1_000_000
+
+
+def lane_of(view: dict[str, Any], stage_bars: list[StageBar]) -> bytes:
+    """``lane(view)`` from the view's stage bars in epoch seconds (``views.stage_bars``),
+    as the fold has them: the same bytes, no time parsed back."""
+    bars: list[Any] = []
+    first = None
+    code = _STAGE_CODE.get
+    for name, start_s, end_s, _open in stage_bars:
+        start, end = round(as_written(start_s) * 1000), round(as_written(end_s) * 1000)
+        if first is None:
+            first = start
+        bars += [code(name, name), start - first, end - first]
+    return _encode([view["namespace"], view["name"], view["verdict"], first or 0, bars])
+
+
 def read_lane(uid: str, raw: bytes) -> list[Any]:
     """[namespace, name, uid, verdict, [stage, start ms, end ms, ...]] of a kept entry."""
     namespace, name, verdict, first, bars = _decode(raw)
@@ -188,9 +215,12 @@ class Aggregates:
         views: dict[str, tuple[dict[str, Any], bytes]],
         removed: Iterable[str],
         written: dict[str, tuple[str, str, str]],
+        bars: Mapping[str, tuple[float | None, list[StageBar]]] | None = None,
     ) -> None:
         """Queue the moves of a flush: ``views`` written, ``removed`` dropped; ``written``
-        is what was stored before (uid -> verdict, namespace, node)."""
+        is what was stored before (uid -> verdict, namespace, node). ``bars``: uid ->
+        (creation time, ``views.stage_bars``) of views made by the caller, who has them in
+        epoch seconds: their lanes are built from those instead of the view's text."""
         removed = [uid for uid in removed if uid not in views]
         self._recall([*views, *removed], written)
         moves: dict[tuple[str, str], int] = {}
@@ -216,7 +246,7 @@ class Aggregates:
             self._dropped = True
             pipe.zrem(recent_key(self.cluster), *removed)
             pipe.hdel(lanes_key(self.cluster), *removed)
-        self._queue_lanes(pipe, views)
+        self._queue_lanes(pipe, views, bars or {})
 
     def _recall(self, uids: list[str], written: dict[str, tuple[str, str, str]]) -> None:
         """The parts of stored pods this worker has not counted itself (it restored after
@@ -267,19 +297,32 @@ class Aggregates:
             pipe.eval(_MOVE, len(keys), *keys, *args)
 
     def _queue_lanes(
-        self, pipe: redis.client.Pipeline, views: dict[str, tuple[dict[str, Any], bytes]]
+        self,
+        pipe: redis.client.Pipeline,
+        views: dict[str, tuple[dict[str, Any], bytes]],
+        bars: Mapping[str, tuple[float | None, list[StageBar]]],
     ) -> None:
         """Offer the written pods to the swimlane: only the newest ``lane_cap`` of a
         batch can stay, and none older than the oldest kept once the lane is full."""
-        offered = [(created_of(view), uid, view) for uid, (view, _) in views.items()]
-        offered = [item for item in offered if item[0] >= self.oldest]
+        oldest = self.oldest
+        offered = []
+        for uid, (view, _) in views.items():
+            known = bars.get(uid)
+            if known is None:
+                created = created_of(view)
+            else:
+                created = 0.0 if known[0] is None else as_written(known[0])
+            if created >= oldest:
+                offered.append((created, uid, view))
         if len(offered) > self.lane_cap:
             offered = heapq.nlargest(self.lane_cap, offered, key=lambda item: item[:2])
         keys = (recent_key(self.cluster), lanes_key(self.cluster))
         for start in range(0, len(offered), _LANE_BATCH):
             args: list[Any] = []
             for created, uid, view in offered[start : start + _LANE_BATCH]:
-                args += [uid, repr(created), lane(view)]
+                known = bars.get(uid)
+                entry = lane(view) if known is None else lane_of(view, known[1])
+                args += [uid, repr(created), entry]
             self._replies.append(len(pipe))
             pipe.eval(_LANES, 2, *keys, self.lane_cap, *args)
 
@@ -325,7 +368,7 @@ class Aggregates:
         raws = self.client.hmget(store.pods_key(self.cluster), chosen)
         views = {uid: (decode_view(raw), raw) for uid, raw in zip(chosen, raws, strict=True) if raw}
         pipe = self.client.pipeline(transaction=False)
-        self._queue_lanes(pipe, views)
+        self._queue_lanes(pipe, views, {})
         replies = pipe.execute()
         for place in self._replies:
             self.oldest = float(replies[place][1])
