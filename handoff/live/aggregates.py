@@ -130,6 +130,10 @@ def ms(text: str) -> int:
     return round(_seconds(text) * 1000)
 
 
+# Where each duration's code sits in a packed part (``histogram.pack``).
+_MASK = (1 << histogram.BITS) - 1
+_PLACES = tuple((place * histogram.BITS, name) for place, name in enumerate(histogram.NAMES))
+_NODE_PLACES = tuple(item for item in _PLACES if item[1] in NODE_DURATIONS)
 _STAGE_NAMES = tuple(stage.name for stage in STAGES)
 _STAGE_CODE = {name: code for code, name in enumerate(_STAGE_NAMES)}
 
@@ -157,18 +161,29 @@ def as_written(moment: float) -> float:
     return seconds + float(micros) / 1_000_000
 
 
-def lane_of(view: dict[str, Any], stage_bars: list[StageBar]) -> bytes:
+def lane_of(
+    view: dict[str, Any], stage_bars: list[StageBar], known: dict[float, int] | None = None
+) -> bytes:
     """``lane(view)`` from the view's stage bars in epoch seconds (``views.stage_bars``),
-    as the fold has them: the same bytes, no time parsed back."""
-    bars: list[Any] = []
-    first = None
-    code = _STAGE_CODE.get
-    for name, start_s, end_s, _open in stage_bars:
-        start, end = round(as_written(start_s) * 1000), round(as_written(end_s) * 1000)
-        if first is None:
-            first = start
-        bars += [code(name, name), start - first, end - first]
-    return _encode([view["namespace"], view["name"], view["verdict"], first or 0, bars])
+    as the fold has them: the same bytes, no time parsed back. ``known``: instant -> its
+    epoch ms, kept across the lanes of a flush (bars share their ends, pods their
+    creation ticks, open bars the flush's ``now``)."""
+    if known is None:
+        known = {}
+    flat: list[Any] = []
+    for name, start, end, _open in stage_bars:
+        start_ms = known.get(start)
+        if start_ms is None:
+            start_ms = known[start] = round(as_written(start) * 1000)
+        end_ms = known.get(end)
+        if end_ms is None:
+            end_ms = known[end] = round(as_written(end) * 1000)
+        flat += (_STAGE_CODE.get(name, name), start_ms, end_ms)
+    first = flat[1] if flat else 0
+    for i in range(1, len(flat), 3):
+        flat[i] -= first
+        flat[i + 1] -= first
+    return _encode([view["namespace"], view["name"], view["verdict"], first, flat])
 
 
 def read_lane(uid: str, raw: bytes) -> list[Any]:
@@ -263,14 +278,14 @@ class Aggregates:
         """Move a pod's part in the cluster's histograms from ``old`` to ``new``."""
         if old == new:
             return
-        before, after = histogram.unpack(old), histogram.unpack(new)
-        for name in histogram.NAMES:
-            if before.get(name) != after.get(name):
-                if name in before:
-                    key = ("", histogram.field(name, before[name]))
+        for shift, name in _PLACES:
+            before, after = old >> shift & _MASK, new >> shift & _MASK
+            if before != after:
+                if before:
+                    key = ("", histogram.field(name, before))
                     moves[key] = moves.get(key, 0) - 1
-                if name in after:
-                    key = ("", histogram.field(name, after[name]))
+                if after:
+                    key = ("", histogram.field(name, after))
                     moves[key] = moves.get(key, 0) + 1
 
     @staticmethod
@@ -278,9 +293,8 @@ class Aggregates:
         """Add (sign 1) or take off (-1) a pod's figures in its node's histograms."""
         if not node or not packed:
             return
-        parts = histogram.unpack(packed)
-        for name in NODE_DURATIONS:
-            code = parts.get(name, histogram.NONE)
+        for shift, name in _NODE_PLACES:
+            code = packed >> shift & _MASK
             if code >= histogram.ZERO:
                 key = (node, histogram.field(name, code))
                 moves[key] = moves.get(key, 0) + sign
@@ -317,11 +331,12 @@ class Aggregates:
         if len(offered) > self.lane_cap:
             offered = heapq.nlargest(self.lane_cap, offered, key=lambda item: item[:2])
         keys = (recent_key(self.cluster), lanes_key(self.cluster))
+        instants: dict[float, int] = {}  # epoch ms of the instants met so far (lane_of)
         for start in range(0, len(offered), _LANE_BATCH):
             args: list[Any] = []
             for created, uid, view in offered[start : start + _LANE_BATCH]:
                 known = bars.get(uid)
-                entry = lane(view) if known is None else lane_of(view, known[1])
+                entry = lane(view) if known is None else lane_of(view, known[1], instants)
                 args += [uid, repr(created), entry]
             self._replies.append(len(pipe))
             pipe.eval(_LANES, 2, *keys, self.lane_cap, *args)
