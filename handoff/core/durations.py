@@ -107,18 +107,15 @@ def new_samples() -> dict[str, array[float]]:
 
 def add_samples(
     pod: Any, samples: dict[str, array[float]], unobserved: dict[str, int] | None = None
-) -> dict[str, float | None]:
-    """Add one folded pod's durations to the samples; count the ones that happened but
-    were not observed in ``unobserved``. Returns them (``pod_durations``): a report
-    judges every pod once and shows each pod's figures from this (``measure``, inlined:
-    the report calls this for every pod)."""
+) -> None:
+    """Add one folded pod's durations (as ``pod_durations`` computes them) to the
+    samples; count the ones that happened but were not observed in ``unobserved``.
+    ``measure`` inlined: a report calls this for every pod."""
     m, coarse, seen = pod.milestones, pod.coarse, first_seen(pod)
     created = m[_CREATED]
-    values: dict[str, float | None] = {}
     for name, start, end in _PAIRS:
         b = m[end]
         if b is None:  # not reached: no figure, and none missed
-            values[name] = None
             continue
         a = m[start]
         value = None
@@ -129,12 +126,10 @@ def add_samples(
             seconds = b - a
             if seconds >= 0.0 and not (seconds < 1.0 and (coarse >> start | coarse >> end) & 1):
                 value = round(seconds, 6)
-        values[name] = value
         if value is not None:
             samples[name].append(value)
         elif unobserved is not None:
             unobserved[name] = unobserved.get(name, 0) + 1
-    return values
 
 
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:

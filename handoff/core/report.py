@@ -46,14 +46,14 @@ def judged(
     timeline: Timeline, at: float | None = None, stuck_after: float = 60.0
 ) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
     """outline()'s summary and every pod ranked with its judgement: (-severity, created,
-    namespace, name, uid, pod, judgement, durations), worst first then oldest first."""
+    namespace, name, uid, pod, judgement), worst first then oldest first."""
     head, ranked, _ = _ranked(timeline, at, stuck_after, (), ())
     return head, ranked
 
 
-# A ranked pod: (-severity, created, namespace, name, uid, pod, judgement, durations).
-# The uid is unique, so sorting these tuples never compares the last three.
-_POD, _JUDGEMENT, _DURATIONS = 5, 6, 7
+# A ranked pod: (-severity, created, namespace, name, uid, pod, judgement). The uid
+# is unique, so sorting these tuples never compares the last two.
+_POD, _JUDGEMENT = 5, 6
 
 
 def _ranked(
@@ -82,7 +82,7 @@ def _ranked(
             counts[verdict] += 1
             if pod.owner is not None:
                 note_ending(pod, verdict, judgement.reason)
-            durations = add_samples(pod, samples, unobserved)
+            add_samples(pod, samples, unobserved)
             if not wanted or verdict in wanted:
                 created = pod.milestones[CREATED]
                 ranked.append(
@@ -94,7 +94,6 @@ def _ranked(
                         pod.uid,
                         pod,
                         judgement,
-                        durations,
                     )
                 )
         ranked.sort()
@@ -138,15 +137,7 @@ def build_report(
     head, ranked, now = _ranked(timeline, at, stuck_after, errors, only)
     with paused_gc():
         views = [
-            pod_view(
-                timeline,
-                item[_POD],
-                now,
-                stuck_after,
-                item[_JUDGEMENT],
-                durations=item[_DURATIONS],
-            )
-            for item in ranked
+            pod_view(timeline, item[_POD], now, stuck_after, item[_JUDGEMENT]) for item in ranked
         ]
     return _with_pods(head, views)
 
@@ -162,9 +153,7 @@ def build_rows(
     one-line-per-pod table (``render_table``) reads."""
     head, ranked, _now = _ranked(timeline, at, stuck_after, errors, only)
     with paused_gc():
-        rows = [
-            row_view(timeline, item[_POD], item[_JUDGEMENT], item[_DURATIONS]) for item in ranked
-        ]
+        rows = [row_view(timeline, item[_POD], item[_JUDGEMENT]) for item in ranked]
     return _with_pods(head, rows)
 
 
@@ -178,12 +167,7 @@ def pod_views(
     """The report's header fields and its pod views, made one at a time as they are read
     (worst first), so that they can be written without holding them all."""
     head, ranked, now = _ranked(timeline, at, stuck_after, errors, only)
-    views = (
-        pod_view(
-            timeline, item[_POD], now, stuck_after, item[_JUDGEMENT], durations=item[_DURATIONS]
-        )
-        for item in ranked
-    )
+    views = (pod_view(timeline, item[_POD], now, stuck_after, item[_JUDGEMENT]) for item in ranked)
     return head, views
 
 

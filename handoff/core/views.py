@@ -41,12 +41,10 @@ def pod_view(
     stuck_after: float = 60.0,
     judgement: Judgement | None = None,
     bars: list[StageBar] | None = None,
-    durations: dict[str, float | None] | None = None,
 ) -> dict[str, Any]:
     """Everything the CLI, the API and the pod page show about one pod (``judgement``:
     the pod's, when the caller has just judged it at ``now``; ``bars``: its
-    ``stage_bars`` at ``now``, and ``durations`` its ``pod_durations``, when the caller
-    has them already)."""
+    ``stage_bars`` at ``now``, when the caller keeps them too)."""
     if judgement is None:
         judgement = timeline.judge(pod, now, stuck_after)
     binding = timeline.binding(pod)
@@ -99,7 +97,7 @@ def pod_view(
         "explanation": explain(judgement.verdict, judgement.reason, ctx),
         "since": iso(max(known)) if known else None,
         "milestones": dict(zip(v.MILESTONES, map(iso, m), strict=True)),
-        "durations": pod_durations(pod) if durations is None else durations,
+        "durations": pod_durations(pod),
         "stages": stage_dicts(stage_bars(m, now) if bars is None else bars),
         "rejection": rejection,
         "podgc": {"earliest": iso(window[0]), "latest": iso(window[1])} if window else None,
@@ -120,20 +118,10 @@ def owner_view(timeline: Timeline, pod: PodState) -> dict[str, Any] | None:
     return view
 
 
-def row_view(
-    timeline: Timeline,
-    pod: PodState,
-    judgement: Judgement,
-    durations: dict[str, float | None] | None = None,
-) -> dict[str, Any]:
+def row_view(timeline: Timeline, pod: PodState, judgement: Judgement) -> dict[str, Any]:
     """The part of ``pod_view`` a one-line-per-pod table shows (the terminal's): the same
     values, without the explanation, stage bars, events and changes that cost most of a
-    view and that a table of 100,000s of pods never prints (``durations``: the pod's
-    ``pod_durations``, when the caller has them)."""
-    if durations is None:
-        create_to_running = pod_duration(pod, "create_to_running")
-    else:
-        create_to_running = durations["create_to_running"]
+    view and that a table of 100,000s of pods never prints."""
     known = [t for t in pod.milestones if t is not None]
     return {
         "namespace": pod.namespace,
@@ -146,7 +134,7 @@ def row_view(
         "verdict": judgement.verdict,
         "reason": judgement.reason,
         "since": iso(max(known)) if known else None,
-        "durations": {"create_to_running": create_to_running},
+        "durations": {"create_to_running": pod_duration(pod, "create_to_running")},
     }
 
 
