@@ -25,6 +25,9 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import chain
+from operator import is_not, itemgetter
 from typing import Any
 
 from handoff.core.durations import add_samples, new_samples, percentile
@@ -43,7 +46,9 @@ MARGIN = 1e-3
 _NAMES = tuple(name for name, _start, _end in DURATIONS)
 _UID, _POD, _JUDGEMENT = 4, 5, 6
 
-Durations = tuple[tuple[tuple[str, float], ...], tuple[str, ...]]
+# A pod's durations: its sample of each (None without), in DURATIONS order, and the
+# names of those it reached that were not observed.
+Durations = tuple[tuple[float | None, ...], tuple[str, ...]]
 
 
 def node_basis(node: NodeState | None) -> tuple[Any, ...] | None:
@@ -58,15 +63,14 @@ def node_basis(node: NodeState | None) -> tuple[Any, ...] | None:
 class Steady:
     """One checkpoint's steady pods and what the request at a time starts from."""
 
-    items: list[tuple[Any, ...]]  # ranked_item of each steady pod, sorted on first use
+    items: list[tuple[Any, ...]]  # ranked_item of each steady pod, sorted
     counts: Counter[str]
+    loops: list[tuple[Any, ...]]  # the items of owned pods with a loop verdict
     volatile: list[str]  # uids neither steady nor touched by the slot: judged per request
     nodes: dict[str, tuple[Any, ...] | None]  # node_basis at the checkpoint
     nodes_known: bool
-    ranked: bool = False
     samples: dict[str, list[float]] | None = None  # sorted, per duration (on first use)
     unobserved: Counter[str] | None = None
-    loops: list[tuple[Any, ...]] | None = None  # owned steady pods with a loop verdict
 
 
 class SteadyChain:
@@ -78,6 +82,8 @@ class SteadyChain:
         self.durations = durations  # id(frozen pod) -> its durations
         self._steady: dict[str, tuple[Any, ...]] = {}
         self._counts: Counter[str] = Counter()
+        self._loops: dict[str, tuple[Any, ...]] = {}
+        self._sorted: list[tuple[Any, ...]] = []  # the last checkpoint's items, sorted
         self._ends: list[tuple[float, str, int]] = []  # (first point after, uid, id(item))
         self._before: Checkpoint | None = None
         self._volatile: list[str] = []
@@ -107,8 +113,9 @@ class SteadyChain:
                     self.durations[id(pod)] = pod_durations(pod)
         self._before, self._volatile = checkpoint, volatile
         return Steady(
-            list(self._steady.values()),
+            self._items(),
             Counter(self._counts),
+            list(self._loops.values()),
             volatile,
             {name: node_basis(node) for name, node in checkpoint.nodes.items()},
             checkpoint.nodes_known,
@@ -144,25 +151,39 @@ class SteadyChain:
                 again.add(uid)
         return again
 
+    def _items(self) -> list[tuple[Any, ...]]:
+        """The steady pods ranked: the last checkpoint's still steady, merged with the
+        new ones (two sorted runs, one merge), not a sort of them all."""
+        steady = self._steady
+        kept = [it for it in self._sorted if steady.get(it[_UID]) is it]
+        known = {id(it) for it in kept}
+        added = sorted(it for it in steady.values() if id(it) not in known)
+        kept.extend(added)
+        kept.sort()
+        self._sorted = kept
+        return kept
+
     def _keep(self, uid: str, item: tuple[Any, ...]) -> None:
         self._steady[uid] = item
         self._counts[item[_JUDGEMENT].verdict] += 1
+        if _loops(item):
+            self._loops[uid] = item
 
     def _drop(self, uid: str) -> bool:
         item = self._steady.pop(uid, None)
         if item is None:
             return False
         self._counts[item[_JUDGEMENT].verdict] -= 1
+        self._loops.pop(uid, None)
         return True
 
 
 def pod_durations(pod: PodState) -> Durations:
-    """What ``add_samples`` adds for this pod: its samples, and the durations it reached
-    that were not observed."""
+    """What ``add_samples`` adds for this pod (at most one sample per duration)."""
     samples: dict[str, Any] = new_samples()
     unobserved: dict[str, int] = {}
     add_samples(pod, samples, unobserved)
-    values = tuple((name, value) for name, found in samples.items() for value in found)
+    values = tuple(found[0] if found else None for found in samples.values())
     return values, tuple(unobserved)
 
 
@@ -234,22 +255,18 @@ class SteadyJudging:
         without ``out``'s, with ``fresh``'s, by order statistics instead of a sort."""
         if steady.samples is None:
             steady.samples, steady.unobserved = self._steady_samples(steady)
-        removed: dict[str, list[float]] = {name: [] for name in _NAMES}
-        added: dict[str, list[float]] = {name: [] for name in _NAMES}
         unobserved = Counter(steady.unobserved)
-        for item in out:
-            values, missed = self._of(item[_POD])
-            for name, value in values:
-                removed[name].append(value)
+        gone = [self._of(item[_POD]) for item in out]
+        new = [self._of(item[_POD]) for item in fresh]
+        for _values, missed in gone:
             unobserved.subtract(missed)
-        for item in fresh:
-            values, missed = self._of(item[_POD])
-            for name, value in values:
-                added[name].append(value)
+        for _values, missed in new:
             unobserved.update(missed)
+        removed = _columns(gone)
+        added = _columns(new)
         summary: dict[str, dict[str, Any]] = {}
         for name in _NAMES:
-            values = _Merged(steady.samples[name], sorted(removed[name]), sorted(added[name]))
+            values = _Merged(steady.samples[name], removed[name], added[name])
             if len(values):
                 summary[name] = {
                     "p50": percentile(values, 0.50),
@@ -263,17 +280,14 @@ class SteadyJudging:
         return summary
 
     def _steady_samples(self, steady: Steady) -> tuple[dict[str, list[float]], Counter[str]]:
-        samples: dict[str, list[float]] = {name: [] for name in _NAMES}
-        unobserved: Counter[str] = Counter()
-        for item in steady.items:
-            values, missed = self._of(item[_POD])
-            for name, value in values:
-                samples[name].append(value)
-            if missed:
-                unobserved.update(missed)
-        for found in samples.values():
-            found.sort()
-        return samples, unobserved
+        """Once per slot, at its first request: the steady pods' samples, from each frozen
+        pod's durations worked out while the trace loaded."""
+        known = self.durations.get  # every steady pod's, worked out while loading
+        rows = list(map(known, map(id, map(_pod_of, steady.items))))
+        if None in rows:
+            rows = [self._of(item[_POD]) for item in steady.items]
+        unobserved = Counter(chain.from_iterable(map(_missed_of, rows)))
+        return _columns(rows), unobserved
 
     def _of(self, pod: PodState) -> Durations:
         known = self.durations.get(id(pod))
@@ -290,8 +304,6 @@ class SteadyJudging:
         """``note_ending`` for every owned pod, in the timeline's order, as
         ``report.judged`` calls it. With no ending in the fold's book, a pod judged
         otherwise than a loop verdict has nothing to forget: only the others are noted."""
-        if steady.loops is None:
-            steady.loops = [it for it in steady.items if _loops(it)]
         endings = [it for it in steady.loops if it[_UID] not in out_uids]
         endings.extend(it for it in fresh if _loops(it))
         if not endings:
@@ -303,6 +315,23 @@ class SteadyJudging:
             owners.note_ending(item[_POD], judgement.verdict, judgement.reason)
 
 
+def _columns(rows: list[Durations]) -> dict[str, list[float]]:
+    """Per duration, the sorted samples of these pods (C-level loops: 100,000s of them)."""
+    if not rows:
+        return {name: [] for name in _NAMES}
+    columns = zip(*map(_values_of, rows), strict=True)
+    return {
+        name: sorted(filter(_not_none, column))
+        for name, column in zip(_NAMES, columns, strict=True)
+    }
+
+
+_pod_of = itemgetter(_POD)
+_values_of = itemgetter(0)
+_missed_of = itemgetter(1)
+_not_none = partial(is_not, None)
+
+
 def _loops(item: tuple[Any, ...]) -> bool:
     return item[_POD].owner is not None and item[_JUDGEMENT].verdict in LOOP_VERDICTS
 
@@ -310,11 +339,8 @@ def _loops(item: tuple[Any, ...]) -> bool:
 def _ranked(
     steady: Steady, out_uids: set[str], fresh: list[tuple[Any, ...]]
 ) -> list[tuple[Any, ...]]:
-    """Every pod ranked as ``report.judged`` ranks them: the steady pods (sorted once per
-    slot) without ``out_uids``, merged with the ones judged for this time."""
-    if not steady.ranked:
-        steady.items.sort()
-        steady.ranked = True
+    """Every pod ranked as ``report.judged`` ranks them: the steady pods (sorted while
+    the trace loaded) without ``out_uids``, merged with the ones judged for this time."""
     if out_uids:
         ranked = [it for it in steady.items if it[_UID] not in out_uids]
     else:

@@ -15,6 +15,7 @@ state at ``at`` equals ``timeline.fold(events, until=at)``.
 from __future__ import annotations
 
 import bisect
+import gc
 import math
 import threading
 from collections.abc import Iterable, Iterator
@@ -72,6 +73,10 @@ class ReplayState:
         self._moves = 0  # counts changes of the working timeline (see judged_at)
         self._judged: tuple[tuple[int, float, float], tuple[dict, list]] | None = None
         self._build()
+        # The fold ran with the collector paused: everything it made is young. Its first
+        # full collection (about 1.5 s at 500,000 events) would fall on a page request;
+        # made here, while loading, it leaves them old and the requests' ones short.
+        gc.collect()
         self._slot = 0  # the checkpoint the working timeline was thawed from
 
     @classmethod
