@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter, methodcaller
 from typing import Any
 
 import redis
 
 from handoff import conf
 from handoff.core import verdicts as v
+from handoff.core.gcpause import paused_gc
 from handoff.core.histogram import Histogram
 from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
@@ -140,21 +142,25 @@ class ReplaySource:
         the judging pass the summary shares (``ReplayState.judged_at``): no durations or
         rows for the pods off the page."""
         _, ranked = self.state.judged_at(self.at, self.stuck_after)
-        binding = self.timeline.binding
-        wanted = [
-            pod
-            for _, _, _, _, uid, pod, judgement in ranked
-            if not uid.startswith("name:")
-            and filters.accepts(
-                judgement.verdict,
-                pod.namespace,
-                pod.name,
-                pod.node,
-                binding(pod) if filters.binding else "",
-            )
-        ]
-        page = wanted[offset : offset + limit]
-        views = [self.view(pod) for pod in page]
+        if filters == NO_FILTERS:  # the board's first look: no test of each pod
+            wanted = _named(ranked)
+        else:
+            binding = self.timeline.binding
+            wanted = [
+                item
+                for item in ranked
+                if not item[4].startswith("name:")
+                and filters.accepts(
+                    item[6].verdict,
+                    item[5].namespace,
+                    item[5].name,
+                    item[5].node,
+                    binding(item[5]) if filters.binding else "",
+                )
+            ]
+        page = [item[5] for item in wanted[offset : offset + limit]]
+        with paused_gc():  # a collection here would walk the whole trace held in memory
+            views = [self.view(pod) for pod in page]
         views.sort(key=sort_key)
         end = offset + len(page)
         return {
@@ -191,3 +197,17 @@ class PodFilters:
             return False
         text = self.q.casefold()
         return not text or text in f"{namespace}/{name}".casefold()
+
+
+NO_FILTERS = PodFilters()
+
+
+def _named(ranked: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The ranked pods but those known only by name (``name:`` uids, not listed)."""
+    if not any(map(_is_placeholder, map(_uid, ranked))):  # C loops: 100,000s of pods
+        return ranked
+    return [item for item in ranked if not item[4].startswith("name:")]
+
+
+_uid = itemgetter(4)
+_is_placeholder = methodcaller("startswith", "name:")
