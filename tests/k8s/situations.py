@@ -89,7 +89,9 @@ class Staged:
 
 def stage(admin: k8s.ApiClient, agent: NodeAgent) -> Staged:
     """Register the nodes, then create every situation's objects; return once the
-    ones that must be bound first are (e's node then goes silent, g's pod is deleted)."""
+    ones that must be bound first are (e's node then goes silent, g's pod is deleted)
+    and c's first FailedScheduling is written: its message counts the cluster's nodes,
+    so other tests' nodes may register from then on."""
     core = k8s.CoreV1Api(admin)
     for situation in SITUATIONS.values():
         core.create_namespace({"metadata": {"name": situation.namespace}})
@@ -113,6 +115,7 @@ def stage(admin: k8s.ApiClient, agent: NodeAgent) -> Staged:
     agent.silence(LOST)
     wait_until(lambda: _node_of(core, "terminating", names["g"]) == SILENT, 30, "g's pod bound")
     core.delete_namespaced_pod(names["g"], "terminating")
+    wait_until(lambda: _failed_scheduling(core, names["c"]), 30, "c's first FailedScheduling")
     return Staged(started, names)
 
 
@@ -194,6 +197,15 @@ def _settled(core: k8s.CoreV1Api, name: str) -> bool:
     plugin), now that the node is Ready."""
     taints = core.read_node(name).spec.taints or []
     return all(t.key != "node.kubernetes.io/not-ready" for t in taints)
+
+
+def _failed_scheduling(core: k8s.CoreV1Api, name: str) -> bool:
+    """The scheduler's FailedScheduling for c's pod is in the API (it writes its events
+    asynchronously, after the attempt whose message it carries)."""
+    found = core.list_namespaced_event(
+        SITUATIONS["c"].namespace, field_selector=f"involvedObject.name={name}"
+    ).items
+    return any(e.reason == "FailedScheduling" for e in found)
 
 
 def _node_of(core: k8s.CoreV1Api, namespace: str, name: str) -> str | None:
