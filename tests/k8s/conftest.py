@@ -1,5 +1,5 @@
 """The ``k8s`` tests: a real control plane (etcd, kube-apiserver, kube-scheduler,
-kube-controller-manager v1.20.2) started once per session, and Handoff's live path
+kube-controller-manager v1.20.2) started once for the k8s tests, and Handoff's live path
 watching it as deploy/rbac.yaml's service account.
 
 The binaries come from HANDOFF_K8S_ASSETS or KUBEBUILDER_ASSETS (devtools/kubeassets.py).
@@ -123,7 +123,7 @@ def _fidelity_early(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         proc.wait(timeout=60)
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="package", autouse=True)
 def _in_background(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
@@ -191,7 +191,7 @@ def fidelity_run() -> tuple[subprocess.Popen, Path, Path] | None:
     return _fidelity["proc"], _fidelity["out"], _fidelity["log"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[controlplane.ControlPlane]:
     """The session's control plane. The API server audits the reader's requests (its
     ``audit.log``), so a test can check that Handoff asked for nothing outside its role."""
@@ -209,7 +209,7 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[controlp
     plane.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def reader_kubeconfig(control_plane: controlplane.ControlPlane) -> Path:
     """A kubeconfig for deploy/rbac.yaml's service account: Handoff's only identity."""
     return controlplane.grant_reader(
@@ -219,21 +219,21 @@ def reader_kubeconfig(control_plane: controlplane.ControlPlane) -> Path:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def admin(control_plane: controlplane.ControlPlane) -> Iterator[k8s.ApiClient]:
     """An admin client: the tests act on the cluster with it, as its users would."""
     with controlplane.admin_client(control_plane) as api:
         yield api
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def node_agent(admin: k8s.ApiClient) -> Iterator[NodeAgent]:
     agent = NodeAgent(admin)
     yield agent
     agent.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def stack(site_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # noqa: F811
     """Handoff's processes on a redis-server of their own (tests that empty the session's
     redis cannot disturb them), booted in the background from the first k8s test."""
@@ -246,7 +246,7 @@ def stack(site_database: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     _stop_stack(running, redis_proc)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def staging(request: pytest.FixtureRequest) -> Iterator[Staging]:
     """The situations of test_situations.py and test_kubelet_situations.py (those in the
     run), staged together when the first test that needs them starts: their tests, and
@@ -269,15 +269,14 @@ def staging(request: pytest.FixtureRequest) -> Iterator[Staging]:
         yield done
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def faults(
     stack: Stack,
     control_plane: controlplane.ControlPlane,
     admin: k8s.ApiClient,
     reader_kubeconfig: Path,  # deploy/rbac.yaml applied: its ClusterRole exists
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[faulty.Faults]:
+) -> faulty.Faults:
     """The faults' cluster (tests/k8s/faults.py), for test_faults.py before the staging
     and test_credential_faults.py after it."""
-    with faulty.registered(stack, control_plane, admin, tmp_path_factory.mktemp("faults")) as run:
-        yield run
+    return faulty.register(stack, control_plane, admin, tmp_path_factory.mktemp("faults"))

@@ -2,7 +2,7 @@
 server's faults; tests/k8s/test_credential_faults.py: the kubeconfig's).
 
 The cluster reads as its own service account, bound to deploy/rbac.yaml's ClusterRole,
-so revoking its token touches no other test. It is registered once per session (the
+so revoking its token touches no other test. It is registered once for the k8s tests (the
 ``faults`` fixture, tests/k8s/conftest.py): the API server's faults run before the
 situations are staged, the kubeconfig's while the controllers' clocks run for them.
 """
@@ -10,12 +10,10 @@ situations are staged, the kubeconfig's while the controllers' clocks run for th
 from __future__ import annotations
 
 import base64
-import contextlib
 import io
 import secrets
 import ssl
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,12 +84,9 @@ class Faults:
         self.core.delete_namespaced_pod(name, NAMESPACE)
 
 
-@contextlib.contextmanager
-def registered(
-    stack: Stack, plane: ControlPlane, admin: k8s.ApiClient, tmp: Path
-) -> Iterator[Faults]:
+def register(stack: Stack, plane: ControlPlane, admin: k8s.ApiClient, tmp: Path) -> Faults:
     """The account, its binding to deploy/rbac.yaml's ClusterRole (already applied) and
-    the namespace made, the cluster added; removed on exit."""
+    the namespace made, the cluster added. It stays until the stack goes."""
     core = k8s.CoreV1Api(admin)
     namespace, name = ACCOUNT
     core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
@@ -112,10 +107,7 @@ def registered(
     wait_for(lambda: _has_default_account(core), bool, 30, "the namespace's default account")
     run.log_from = len(stack.worker_log())
     stack.add_cluster(CLUSTER, run.kubeconfig)
-    yield run
-    if "worker" not in stack.procs:
-        stack.start_worker()  # a test stopped it and failed before starting it again
-    stack.remove_cluster(CLUSTER)
+    return run
 
 
 def _has_default_account(core: k8s.CoreV1Api) -> bool:

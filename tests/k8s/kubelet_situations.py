@@ -83,7 +83,7 @@ PODS = {
 @contextlib.contextmanager
 def staged(core: k8s.CoreV1Api, plane: ControlPlane) -> Iterator[Attached]:
     """The kubelets attached and every situation staged; the kubelets stop on exit (their
-    nodes and pods stay: the staging lasts as long as the session's control plane)."""
+    nodes and pods stay: the staging lasts as long as the k8s tests' control plane)."""
     kubelets = attach(SCENARIO, Options(), str(plane.admin_kubeconfig))
     kubelets.start()
     try:

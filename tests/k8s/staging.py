@@ -1,5 +1,5 @@
 """The situations of test_situations.py and test_kubelet_situations.py, staged together
-once per session (the ``staging`` fixture, tests/k8s/conftest.py).
+once per run of the k8s tests (the ``staging`` fixture, tests/k8s/conftest.py).
 
 What they wait for is the real controllers' clocks, not CPU: PodGC's 40 s quarantine and
 20 s tick, the node lifecycle controller's 40 s grace period plus a pod's
@@ -64,8 +64,8 @@ def staged(
     kubelets: bool,
 ) -> Iterator[Staging]:
     """Each cluster added (its streams listed) before its objects are created, then its
-    situations staged. On exit (the session's end) the kubelets stop and the situations'
-    recording is written when asked for; the clusters go with the session's stack."""
+    situations staged. On exit (after the last k8s test) the kubelets stop and the
+    situations' recording is written when asked for; the clusters go with the stack."""
     staging = Staging()
     with contextlib.ExitStack() as cleanup:
         if situations:
