@@ -114,8 +114,12 @@ def stage(admin: k8s.ApiClient, agent: NodeAgent) -> Staged:
     wait_until(lambda: _node_of(core, "node-lost", names["e"]) == LOST, 30, "e's pod to be bound")
     agent.silence(LOST)
     wait_until(lambda: _node_of(core, "terminating", names["g"]) == SILENT, 30, "g's pod bound")
+    # Its Scheduled event written first (the scheduler writes events asynchronously): that
+    # nothing came after the deletion request is what makes it `kubelet-silent`.
+    g, c = ("terminating", names["g"]), ("unschedulable", names["c"])
+    wait_until(lambda: _has_event(core, *g, "Scheduled"), 30, "g's Scheduled event")
     core.delete_namespaced_pod(names["g"], "terminating")
-    wait_until(lambda: _failed_scheduling(core, names["c"]), 30, "c's first FailedScheduling")
+    wait_until(lambda: _has_event(core, *c, "FailedScheduling"), 30, "c's FailedScheduling")
     return Staged(started, names)
 
 
@@ -199,13 +203,10 @@ def _settled(core: k8s.CoreV1Api, name: str) -> bool:
     return all(t.key != "node.kubernetes.io/not-ready" for t in taints)
 
 
-def _failed_scheduling(core: k8s.CoreV1Api, name: str) -> bool:
-    """The scheduler's FailedScheduling for c's pod is in the API (it writes its events
-    asynchronously, after the attempt whose message it carries)."""
-    found = core.list_namespaced_event(
-        SITUATIONS["c"].namespace, field_selector=f"involvedObject.name={name}"
-    ).items
-    return any(e.reason == "FailedScheduling" for e in found)
+def _has_event(core: k8s.CoreV1Api, namespace: str, name: str, reason: str) -> bool:
+    """An event of that reason about the pod is in the API."""
+    found = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}")
+    return any(e.reason == reason for e in found.items)
 
 
 def _node_of(core: k8s.CoreV1Api, namespace: str, name: str) -> str | None:
