@@ -57,14 +57,20 @@ def situations(run: Recorded, stuck_after: float) -> dict[str, Situation]:
     found: dict[str, Situation] = {}
     keys = Keys()
     previous: dict[str, dict[str, Any]] = {}
+    # Events and their objects come through separate watches: on a loaded machine an
+    # event (the scheduler's Scheduled) can be observed before its pod's first update.
+    # It waits here until its object is known.
+    early: list[dict[str, Any]] = []
     for observed, type_, obj in _lines(run):
         kind = obj.get("kind")
         if kind == "Event":
-            _note_event(found, keys, obj)
+            if not _note_event(found, keys, obj):
+                early.append(obj)
             continue
         key = keys.of(obj, run.start)
         if key is None:
             continue
+        early = [event for event in early if not _note_event(found, keys, event)]
         situation = found.setdefault(key, Situation(key))
         uid = obj["metadata"].get("uid", "")
         token = update_token(type_, previous.get(uid), obj)
@@ -139,19 +145,22 @@ def event_token(event: dict[str, Any]) -> str:
     return token
 
 
-def _note_event(found: dict[str, Situation], keys: Keys, event: dict[str, Any]) -> None:
+def _note_event(found: dict[str, Situation], keys: Keys, event: dict[str, Any]) -> bool:
+    """Count the event for its object's situation; False when the object is not known
+    (yet)."""
     involved = event.get("involvedObject") or {}
     key = keys.about(involved)
     if key is None:
-        return
+        return False
     situation = found.setdefault(key, Situation(key))
     situation.events.add(event_token(event))
     reason = str(event.get("reason"))
     if any(m.startswith(f"{reason}: ") for m in situation.messages):
-        return  # a retry's text depends on when it came (a 30 s flush tick): the first only
+        return True  # a retry's text depends on when it came (a 30 s flush tick): the first only
     # Its own name (generated for a ReplicaSet's pods, so it differs between runs) as <it>.
     message = str(event.get("message") or "").replace(involved.get("name") or "\0", "<it>")
     situation.messages.add(f"{reason}: {message}")
+    return True
 
 
 def update_token(type_: str, old: dict[str, Any] | None, new: dict[str, Any]) -> str:

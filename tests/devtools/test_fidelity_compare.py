@@ -91,6 +91,14 @@ def test_an_event_through_the_other_recorder_is_a_difference(tmp_path: Path) -> 
     assert found["default/b"] == ["events"]
 
 
+def test_an_event_observed_before_its_pod_counts_for_it(tmp_path: Path) -> None:
+    """Events and pods are separate watches: on a loaded machine the scheduler's event
+    can be observed before the pod's ADDED; it is the same run as the other order."""
+    sim = [(1, "ADDED", pod("e", "s")), (1.1, "ADDED", scheduled("s", "e", new_recorder=True))]
+    real = [(1, "ADDED", scheduled("r", "e", new_recorder=True)), (1.1, "ADDED", pod("e", "r"))]
+    assert diff(tmp_path, sim, real) == {"default/e": []}
+
+
 def test_deletion_times_differ_beyond_the_tolerance_only(tmp_path: Path) -> None:
     def run(at: float) -> list:
         return [

@@ -89,7 +89,9 @@ class Staged:
 
 def stage(admin: k8s.ApiClient, agent: NodeAgent) -> Staged:
     """Register the nodes, then create every situation's objects; return once the
-    ones that must be bound first are (e's node then goes silent, g's pod is deleted)."""
+    ones that must be bound first are (e's node then goes silent, g's pod is deleted)
+    and c's first FailedScheduling is written: its message counts the cluster's nodes,
+    so other tests' nodes may register from then on."""
     core = k8s.CoreV1Api(admin)
     for situation in SITUATIONS.values():
         core.create_namespace({"metadata": {"name": situation.namespace}})
@@ -112,7 +114,12 @@ def stage(admin: k8s.ApiClient, agent: NodeAgent) -> Staged:
     wait_until(lambda: _node_of(core, "node-lost", names["e"]) == LOST, 30, "e's pod to be bound")
     agent.silence(LOST)
     wait_until(lambda: _node_of(core, "terminating", names["g"]) == SILENT, 30, "g's pod bound")
+    # Its Scheduled event written first (the scheduler writes events asynchronously): that
+    # nothing came after the deletion request is what makes it `kubelet-silent`.
+    g, c = ("terminating", names["g"]), ("unschedulable", names["c"])
+    wait_until(lambda: _has_event(core, *g, "Scheduled"), 30, "g's Scheduled event")
     core.delete_namespaced_pod(names["g"], "terminating")
+    wait_until(lambda: _has_event(core, *c, "FailedScheduling"), 30, "c's FailedScheduling")
     return Staged(started, names)
 
 
@@ -194,6 +201,12 @@ def _settled(core: k8s.CoreV1Api, name: str) -> bool:
     plugin), now that the node is Ready."""
     taints = core.read_node(name).spec.taints or []
     return all(t.key != "node.kubernetes.io/not-ready" for t in taints)
+
+
+def _has_event(core: k8s.CoreV1Api, namespace: str, name: str, reason: str) -> bool:
+    """An event of that reason about the pod is in the API."""
+    found = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}")
+    return any(e.reason == reason for e in found.items)
 
 
 def _node_of(core: k8s.CoreV1Api, namespace: str, name: str) -> str | None:

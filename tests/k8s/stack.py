@@ -26,6 +26,7 @@ import redis
 from django.core.management import call_command
 from django.test import override_settings
 
+from devtools.devstack import start_time, stop_groups
 from handoff.live import health, leases, store
 from tests.conftest import BASE_DIR, python_env, spawn, stop, wait_until
 
@@ -131,8 +132,11 @@ class Stack:
         return (self.base / "worker.log").read_text(errors="replace")
 
     def stop(self) -> None:
-        for name in reversed(list(self.procs)):
-            stop(self.procs.pop(name))
+        """Every process at once (each leads its own group): SIGTERM, SIGKILL after 10 s."""
+        procs = [self.procs.pop(name) for name in reversed(list(self.procs))]
+        stop_groups([(p.pid, start_time(p.pid) or 0) for p in procs], 10)
+        for proc in procs:
+            proc.wait(timeout=5)
 
 
 def start_stack(base: Path, database_url: str, redis_url: str) -> Stack:

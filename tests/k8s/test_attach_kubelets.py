@@ -18,6 +18,7 @@ from devtools.controlplane import ControlPlane
 from handoff.attach.run import Attached, attach
 from handoff.sim.cluster import Cluster
 from handoff.sim.scenarios.base import Options, Scenario
+from tests.k8s.staging import Staging
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 NAMESPACE = "attach-test"
@@ -42,7 +43,11 @@ def core(control_plane: ControlPlane) -> Iterator[k8s.CoreV1Api]:
 
 
 @pytest.fixture(scope="module")
-def attached(control_plane: ControlPlane, core: k8s.CoreV1Api) -> Iterator[Attached]:
+def attached(
+    control_plane: ControlPlane,
+    core: k8s.CoreV1Api,
+    staging: Staging,  # staged first: its nodes must register after situation (c)'s
+) -> Iterator[Attached]:
     core.create_namespace({"metadata": {"name": NAMESPACE}})
     run = attach(SCENARIO, Options(), str(control_plane.admin_kubeconfig))
     run.start()

@@ -1,53 +1,27 @@
 """``manual-scheduling`` attached to a real v1.20.2 control plane: every situation of seed 003
 is a pod spec or a node action, so the real scheduler, controllers and our kubelets
-reproduce it (docs/simulator.md, "Attached to a real control plane")."""
+reproduce it (docs/simulator.md, "Attached to a real control plane"). The run has a control
+plane of its own (tests/k8s/manual_scheduling.py says why)."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import pytest
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from devtools.controlplane import ControlPlane
-from handoff.attach.run import attach
-from handoff.sim import Options, find_scenario
+from tests.k8s.conftest import attach_scenarios_run
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]
-NODES = ("control-plane", "worker-1", "worker-2")
-RUN_S = 40.0  # past the rejections at 30-32 s and the typo'd node at 40 s
 
 
 @pytest.fixture(scope="module")
-def pods(control_plane: ControlPlane) -> Iterator[dict[str, k8s.V1Pod]]:
-    api = k8s_config.new_client_from_config(config_file=str(control_plane.admin_kubeconfig))
-    core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
-    run = attach(
-        find_scenario("manual-scheduling", None),
-        Options(duration=RUN_S),
-        str(control_plane.admin_kubeconfig),
-    )
-    run.start()
-    assert run.wait(RUN_S + 60), "the attached run did not end"
-    run.stop()
-    assert run.error is None
-    found = {p.metadata.name: p for p in core.list_pod_for_all_namespaces().items}
-    yield found
-    for namespace, name in (("default", "web"), ("kube-system", "coredns")):
-        with contextlib.suppress(k8s.ApiException):
-            apps.delete_namespaced_deployment(name, namespace)
-    for pod in found.values():
-        if pod.metadata.namespace in ("default", "kube-system"):
-            with contextlib.suppress(k8s.ApiException):
-                core.delete_namespaced_pod(
-                    pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0
-                )
-    for name in NODES:
-        with contextlib.suppress(k8s.ApiException):
-            core.delete_node(name)
-    api.close()
+def pods(control_plane: ControlPlane) -> dict[str, k8s.V1Pod]:
+    """Every pod the run left, by name: it ran in the background on a control plane of
+    its own (not ``control_plane``: that one only skips or fails the test when there are
+    no binaries) from the start of the k8s tests (tests/k8s/manual_scheduling.py)."""
+    run = attach_scenarios_run()
+    assert run is not None, "the background run of manual-scheduling was not started"
+    return run.result(timeout=300)
 
 
 def test_pinned_and_scheduled_pods_run(pods: dict[str, k8s.V1Pod]) -> None:

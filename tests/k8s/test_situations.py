@@ -4,36 +4,33 @@ service account) → Redis → ``/api``. One test per situation asserts verdict,
 and reason as the API reports them; the same run, ``record``ed, triages offline
 (``triage --trace``) to the same answers.
 
-Every situation is staged at the start of the module (tests/k8s/situations.py), so PodGC's
-40-80 s and the node lifecycle controller's 40 s + tolerationSeconds run side by side.
+Every situation is staged at once (tests/k8s/situations.py), with test_kubelet_situations.py's,
+when the first k8s test that needs them starts (tests/k8s/staging.py), so PodGC's 40-80 s
+and the node lifecycle controller's 40 s + tolerationSeconds run side by side and while
+other k8s tests run.
 What the control plane does in each is written down in docs/real-control-plane.md.
 """
 
 from __future__ import annotations
 
-import io
-import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from django.core.management import call_command
-from django.test import override_settings
-from kubernetes import client as k8s
 
 from devtools.controlplane import ControlPlane
 from handoff.core.trace import parse_time
 from tests.k8s import situations as s
 from tests.k8s.conftest import READER
-from tests.k8s.nodes import NodeAgent
 from tests.k8s.stack import SETTINGS, Stack, answer, api_pods, wait_for
 from tests.k8s.stack import assert_offline_agrees as offline_agrees
+from tests.k8s.staging import SITUATIONS, Staging
 
-CLUSTER = "real"
+CLUSTER = SITUATIONS
 STUCK_AFTER = float(SETTINGS["HANDOFF_STUCK_AFTER"])
 
 
@@ -46,24 +43,13 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def run(
-    stack: Stack,
-    reader_kubeconfig: Path,
-    admin: k8s.ApiClient,
-    node_agent: NodeAgent,
-    control_plane: ControlPlane,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Run]:
-    audit = control_plane.directory / "audit.log"
-    audit_from = audit.stat().st_size if audit.exists() else 0
-    stack.add_cluster(CLUSTER, reader_kubeconfig)
-    staged = s.stage(admin, node_agent)
-    yield Run(stack, staged, tmp_path_factory.mktemp("situations"), audit_from)
-    keep = os.environ.get("HANDOFF_K8S_RECORD")
-    if keep:  # refreshes tests/data/k8s-v1.20.2/situations.jsonl.gz (docs/real-control-plane.md)
-        with override_settings(REDIS_URL=stack.redis_url):
-            call_command("record", CLUSTER, "--out", keep, stdout=io.StringIO())
-    stack.remove_cluster(CLUSTER)
+def run(staging: Staging, stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The situations staged with the session's (tests/k8s/staging.py)."""
+    assert staging.situations is not None
+    situations = staging.situations
+    return Run(
+        stack, situations.staged, tmp_path_factory.mktemp("situations"), situations.audit_from
+    )
 
 
 def live(run: Run, key: str) -> tuple[str, list[dict[str, Any]]]:
