@@ -19,4 +19,4 @@ RUN SECRET_KEY=collectstatic-only DEBUG=0 python manage.py collectstatic --noinp
 
 USER handoff
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "handoff.asgi:application"]
+CMD ["python", "manage.py", "serve", "-b", "0.0.0.0", "-p", "8000"]

@@ -327,8 +327,8 @@ class Devstack:
             self.say(str(exc))
             self.exit_code = 1
             return False
-        argv = [self.python, "-m", "daphne", "-b", self.host, "-p", str(self.port)]
-        self.spawn(Child("web", [*argv, "handoff.asgi:application"]))
+        argv = [self.python, "manage.py", "serve", "-b", self.host, "-p", str(self.port)]
+        self.spawn(Child("web", argv))
         return True
 
     def start_simulator(self) -> bool:

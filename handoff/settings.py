@@ -257,6 +257,9 @@ HANDOFF_SUPERVISE_INTERVAL = envint("HANDOFF_SUPERVISE_INTERVAL", "3")
 HANDOFF_STREAMS_PER_WORKER = envint("HANDOFF_STREAMS_PER_WORKER", "100")
 HANDOFF_HOST_INTERVAL = envint("HANDOFF_HOST_INTERVAL", "2")
 HANDOFF_STUCK_AFTER = envint("HANDOFF_STUCK_AFTER", "60")
+# Daphne processes `manage.py serve` starts on one listening socket: one process runs every
+# view on one thread, so one per core the web may use (docs/scaling.md).
+HANDOFF_WEB_PROCESSES = envint("HANDOFF_WEB_PROCESSES", str(len(os.sched_getaffinity(0))))
 HANDOFF_PUSH_INTERVAL_MS = envint("HANDOFF_PUSH_INTERVAL_MS", "50")
 HANDOFF_SNAPSHOT_INTERVAL = envint("HANDOFF_SNAPSHOT_INTERVAL", "60")
 HANDOFF_SNAPSHOT_EVENTS = envint("HANDOFF_SNAPSHOT_EVENTS", "20000")

@@ -56,9 +56,15 @@ def test_services_point_at_the_redis_service(service):
 
 
 def test_web_serves_the_asgi_application_with_daphne():
+    from handoff.management.commands.serve import APPLICATION, daphne_argv
+
     argv = command("web")
-    assert argv[0] == "daphne"
-    module, attribute = argv[-1].split(":")
+    assert argv[:3] == ["python", "manage.py", "serve"]
+    assert parses(argv[2:])
+    assert option(argv, "-b") == "0.0.0.0"
+    daphne = daphne_argv(3, APPLICATION)
+    assert daphne[1:3] == ["-m", "daphne"]
+    module, attribute = daphne[-1].split(":")
     assert module == "handoff.asgi"
     assert callable(import_string(f"{module}.{attribute}"))
 

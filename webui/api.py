@@ -18,7 +18,7 @@ import redis
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import BadRequest
-from django.http import Http404, HttpRequest, JsonResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -26,6 +26,7 @@ from handoff.live import paging, queries
 from handoff.live.paging import Cursor, PodFilter, QueryError
 from handoff.live.queries import ClusterConfig
 from webui import clusterdata
+from webui.jsonbody import Encoded, response
 
 DEFAULT_LIMIT = 100
 
@@ -41,29 +42,29 @@ class Refused(ValueError):
     status = 422
 
 
-def api(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
+def api(view: Callable[..., dict[str, Any] | Encoded]) -> Callable[..., HttpResponse]:
     """A JSON endpoint (board and detail alike): 401 JSON for anonymous callers (not the
     sign-in redirect pages get), 400 for bad parameters, 404 for unknown things, 503 when
-    the store is unreachable."""
+    the store is unreachable. The view may return its answer already encoded."""
 
     @login_not_required
     @never_cache
     @require_safe
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         refused = _refusal(request)
         if refused:
-            return JsonResponse({"error": refused}, status=401)
+            return response({"error": refused}, status=401)
         try:
-            return JsonResponse(view(request, *args, **kwargs))
+            return response(view(request, *args, **kwargs))
         except (QueryError, BadRequest) as exc:
-            return JsonResponse({"error": str(exc)}, status=400)
+            return response({"error": str(exc)}, status=400)
         except (NotFound, Http404) as exc:
-            return JsonResponse({"error": str(exc) or "not found"}, status=404)
+            return response({"error": str(exc) or "not found"}, status=404)
         except Refused as exc:
-            return JsonResponse({"error": str(exc)}, status=exc.status)
+            return response({"error": str(exc)}, status=exc.status)
         except redis.RedisError as exc:
-            return JsonResponse({"error": f"store unavailable ({type(exc).__name__})"}, status=503)
+            return response({"error": f"store unavailable ({type(exc).__name__})"}, status=503)
 
     return wrapper
 

@@ -16,6 +16,8 @@ import redis
 from devtools.devstack import free_port, group_members, port_open, start_time, stop_groups
 from handoff.live import clusters, store
 
+MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
+
 
 class Services:
     """The real processes the live figures need, started once per run and stopped at the
@@ -29,6 +31,7 @@ class Services:
         self._redis_url: str | None = None
         self.env: dict[str, str] = {}
         self.address = ""
+        self.web_processes = 0
 
     def redis_url(self) -> str:
         if self._redis_url is None:
@@ -100,8 +103,13 @@ class Services:
         if self._running("daphne"):
             return self.address
         port = free_port()
-        argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-        self._spawn([*argv, "handoff.asgi:application"], "daphne")
+        # As the product serves (docker-compose.yml, `manage.py demo`): several Daphne
+        # processes on one socket.
+        from django.conf import settings
+
+        self.web_processes = settings.HANDOFF_WEB_PROCESSES
+        argv = [sys.executable, str(MANAGE), "serve", "-b", "127.0.0.1", "-p", str(port)]
+        self._spawn([*argv, "--processes", str(self.web_processes)], "daphne")
         self._wait(lambda: port_open(port), "daphne")
         self.address = f"127.0.0.1:{port}"
         return self.address

@@ -109,12 +109,23 @@ def add_samples(
     pod: Any, samples: dict[str, array[float]], unobserved: dict[str, int] | None = None
 ) -> None:
     """Add one folded pod's durations (as ``pod_durations`` computes them) to the
-    samples; count the ones that happened but were not observed in ``unobserved``."""
+    samples; count the ones that happened but were not observed in ``unobserved``.
+    ``measure`` inlined: a report calls this for every pod."""
     m, coarse, seen = pod.milestones, pod.coarse, first_seen(pod)
+    created = m[_CREATED]
     for name, start, end in _PAIRS:
-        if m[end] is None:  # not reached: no figure, and none missed
+        b = m[end]
+        if b is None:  # not reached: no figure, and none missed
             continue
-        value = measure(m, start, end, coarse, seen)
+        a = m[start]
+        value = None
+        if a is not None and (
+            seen is None
+            or not (b <= seen or (a == seen and not coarse >> start & 1 and a != created))
+        ):
+            seconds = b - a
+            if seconds >= 0.0 and not (seconds < 1.0 and (coarse >> start | coarse >> end) & 1):
+                value = round(seconds, 6)
         if value is not None:
             samples[name].append(value)
         elif unobserved is not None:

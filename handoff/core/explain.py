@@ -277,12 +277,17 @@ def _failed(reason: str, ctx: Context) -> str:
 
 def _simple(verdict: str) -> Any:
     def handler(reason: str, ctx: Context) -> str:
-        text = {
-            v.RUNNING: f"Running on {ctx.node}: the handoff is complete.",
-            v.SUCCEEDED: "Completed successfully: the handoff is complete.",
-            v.STARTING: f"The kubelet on {ctx.node} has it and is starting its containers.",
-            v.DELETED: "Deleted by a person or a controller before it finished.",
-        }[verdict]
+        # Only this verdict's text is formatted (every pod of a report comes here).
+        if verdict == v.RUNNING:
+            text = f"Running on {ctx.node}: the handoff is complete."
+        elif verdict == v.SUCCEEDED:
+            text = "Completed successfully: the handoff is complete."
+        elif verdict == v.STARTING:
+            text = f"The kubelet on {ctx.node} has it and is starting its containers."
+        elif verdict == v.DELETED:
+            text = "Deleted by a person or a controller before it finished."
+        else:
+            raise KeyError(verdict)
         if reason and verdict in (v.RUNNING, v.STARTING):
             text += f" A container is waiting: {reason}."
         return text

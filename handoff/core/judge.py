@@ -119,6 +119,27 @@ class Judging:
             return Judgement(v.UNSCHEDULED, x.unschedulable or None, exists)
         return self._judge_handoff(pod, x, now, stuck_after, exists)
 
+    def turning_points(self, pod: PodState, stuck_after: float = 60.0) -> list[float]:
+        """The times at which ``judge(pod, now)`` may change as ``now`` passes them, the
+        pod and its node staying as they are: between two of them (a margin apart) the
+        judgement is the same. A superset of ``judge``'s tests of ``now``: a deletion
+        deadline passed by ``stuck_after``, a down interval of its node started (for a
+        pod not deleted), its binding older than ``stuck_after``. Keep in step with
+        ``judge``: a replay reuses judgements between these points (offline/judging.py)."""
+        m = pod.milestones
+        points = []
+        if m[DELETED] is None:
+            deadline = (pod.extra or NO_EXTRA).deletion_deadline
+            if deadline is not None:
+                points.append(deadline + stuck_after)
+            node = self.nodes.get(pod.node) if pod.node else None
+            if node is not None:
+                points.extend(start for start, _stop, _why in node.down)
+        bound = next((t for t in (m[BOUND], m[CREATED], m[ACK]) if t is not None), None)
+        if bound is not None:
+            points.append(bound + stuck_after)
+        return points
+
     def _judge_handoff(
         self, pod: PodState, x: PodExtra, now: float, stuck_after: float, exists: bool | None
     ) -> Judgement:

@@ -70,7 +70,7 @@ def _ranked(
     samples = new_samples()
     unobserved: dict[str, int] = {}
     ranked = []
-    judge, inf = timeline.judge, math.inf
+    judge = timeline.judge
     # The report's own copy of the owners: judging here changes no shared timeline (a
     # replay's, a live fold's) and leaves nothing for the fold to write.
     owners = OwnerBook(timeline.owners.data())
@@ -84,27 +84,33 @@ def _ranked(
                 note_ending(pod, verdict, judgement.reason)
             add_samples(pod, samples, unobserved)
             if not wanted or verdict in wanted:
-                created = pod.milestones[CREATED]
-                ranked.append(
-                    (
-                        -_SEVERITY[verdict],
-                        inf if created is None else created,
-                        pod.namespace,
-                        pod.name,
-                        pod.uid,
-                        pod,
-                        judgement,
-                    )
-                )
+                ranked.append(ranked_item(pod, judgement))
         ranked.sort()
+    durations = summarise(samples, unobserved)
+    head = report_head(timeline, now, stuck_after, counts, durations, owners, errors)
+    return head, ranked, now
+
+
+def report_head(
+    timeline: Timeline,
+    now: float,
+    stuck_after: float,
+    counts: Counter[str],
+    durations: dict[str, dict[str, Any]],
+    owners: OwnerBook,
+    errors: Iterable[LineError] = (),
+) -> dict[str, Any]:
+    """The report's header from one judging pass: verdict ``counts``, ``durations``
+    (``summarise``d) and ``owners`` with every owned pod's ending noted (a replay's
+    steady judging, offline/judging.py, makes the same header)."""
     error_list = list(errors)
-    head = {
+    return {
         "evaluated_at": iso(now),
         "cluster": timeline.cluster,
         "stuck_after": stuck_after,
         "summary": {
             "verdicts": {name: counts.get(name, 0) for name in v.VERDICT_NAMES},
-            "durations": summarise(samples, unobserved),
+            "durations": durations,
             "pods": sum(counts.values()),
             "nodes": len(timeline.nodes),
         },
@@ -114,7 +120,6 @@ def _ranked(
         "errors": [{"line": e.line, "message": e.message} for e in error_list[:MAX_ERRORS_LISTED]],
         "error_count": len(error_list),
     }
-    return head, ranked, now
 
 
 def owners_report(owners: OwnerBook, now: float) -> dict[str, Any]:
@@ -124,6 +129,21 @@ def owners_report(owners: OwnerBook, now: float) -> dict[str, Any]:
 
 
 _SEVERITY = {name: verdict.severity for name, verdict in v.VERDICTS.items()}
+
+
+def ranked_item(pod: PodState, judgement: Any) -> tuple[Any, ...]:
+    """A pod as ``judged`` ranks it: (-severity, created, namespace, name, uid, pod,
+    judgement)."""
+    created = pod.milestones[CREATED]
+    return (
+        -_SEVERITY[judgement.verdict],
+        math.inf if created is None else created,
+        pod.namespace,
+        pod.name,
+        pod.uid,
+        pod,
+        judgement,
+    )
 
 
 def build_report(

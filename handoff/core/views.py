@@ -40,9 +40,11 @@ def pod_view(
     now: float,
     stuck_after: float = 60.0,
     judgement: Judgement | None = None,
+    bars: list[StageBar] | None = None,
 ) -> dict[str, Any]:
     """Everything the CLI, the API and the pod page show about one pod (``judgement``:
-    the pod's, when the caller has just judged it at ``now``)."""
+    the pod's, when the caller has just judged it at ``now``; ``bars``: its
+    ``stage_bars`` at ``now``, when the caller keeps them too)."""
     if judgement is None:
         judgement = timeline.judge(pod, now, stuck_after)
     binding = timeline.binding(pod)
@@ -96,7 +98,7 @@ def pod_view(
         "since": iso(max(known)) if known else None,
         "milestones": dict(zip(v.MILESTONES, map(iso, m), strict=True)),
         "durations": pod_durations(pod),
-        "stages": stages(m, now),
+        "stages": stage_dicts(stage_bars(m, now) if bars is None else bars),
         "rejection": rejection,
         "podgc": {"earliest": iso(window[0]), "latest": iso(window[1])} if window else None,
         "events": [_event_view(record) for record in _sorted_events(pod)] if pod.events else [],
@@ -153,7 +155,24 @@ _STAGE_SLOTS = tuple(
 )
 
 
+# A stage bar in epoch seconds: (name, start, end, open).
+StageBar = tuple[str, float, float, bool]
+
+
 def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any]]:
+    """The stage bars between milestones as a view shows them (``stage_bars``)."""
+    return stage_dicts(stage_bars(milestones, now))
+
+
+def stage_dicts(bars: list[StageBar]) -> list[dict[str, Any]]:
+    """Stage bars as a view shows them: times in RFC 3339."""
+    return [
+        {"name": name, "start": iso(start), "end": iso(end), "open": is_open}
+        for name, start, end, is_open in bars
+    ]
+
+
+def stage_bars(milestones: Sequence[float | None], now: float) -> list[StageBar]:
     """The stage bars between milestones; the current one is open and ends at ``now``.
 
     Only the last stage reached can be open: a stage before "running" whose end never came
@@ -193,12 +212,12 @@ def stages(milestones: Sequence[float | None], now: float) -> list[dict[str, Any
             earliest = start
     closed = deleted is not None
     return [
-        {
-            "name": name,
-            "start": iso(start),
-            "end": iso(end if end is not None else horizon if horizon >= start else start),
-            "open": end is None and not closed,
-        }
+        (
+            name,
+            start,
+            end if end is not None else horizon if horizon >= start else start,
+            end is None and not closed,
+        )
         for name, start, end in bars
     ]
 

@@ -16,7 +16,8 @@ view the first time it moves. Verdict counts and pods per node are the indexes a
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -27,6 +28,7 @@ from handoff.core.durations import not_observed
 from handoff.core.trace import observed_time, parse_time
 from handoff.core.verdicts import STAGES
 from handoff.core.viewcodec import decode_view
+from handoff.core.views import StageBar
 from handoff.live import store
 
 # The durations kept per node: what the fleet's latency heatmap colours by.
@@ -128,6 +130,10 @@ def ms(text: str) -> int:
     return round(_seconds(text) * 1000)
 
 
+# Where each duration's code sits in a packed part (``histogram.pack``).
+_MASK = (1 << histogram.BITS) - 1
+_PLACES = tuple((place * histogram.BITS, name) for place, name in enumerate(histogram.NAMES))
+_NODE_PLACES = tuple(item for item in _PLACES if item[1] in NODE_DURATIONS)
 _STAGE_NAMES = tuple(stage.name for stage in STAGES)
 _STAGE_CODE = {name: code for code, name in enumerate(_STAGE_NAMES)}
 
@@ -142,6 +148,42 @@ def lane(view: dict[str, Any]) -> bytes:
         first = start if first is None else first
         bars += [_STAGE_CODE.get(bar["name"], bar["name"]), start - first, end - first]
     return _encode([view["namespace"], view["name"], view["verdict"], first or 0, bars])
+
+
+def as_written(moment: float) -> float:
+    """An instant as its view gives it back: ``format_time`` rounds it to the microsecond
+    and ``observed_time`` reads that as the second plus the fraction. The same float,
+    without the text (what ``lane`` and ``created_of`` parse)."""
+    seconds = math.floor(moment)
+    micros = round((moment - seconds) * 1_000_000)
+    if micros == 1_000_000:
+        seconds, micros = seconds + 1, 0
+    return seconds + float(micros) / 1_000_000
+
+
+def lane_of(
+    view: dict[str, Any], stage_bars: list[StageBar], known: dict[float, int] | None = None
+) -> bytes:
+    """``lane(view)`` from the view's stage bars in epoch seconds (``views.stage_bars``),
+    as the fold has them: the same bytes, no time parsed back. ``known``: instant -> its
+    epoch ms, kept across the lanes of a flush (bars share their ends, pods their
+    creation ticks, open bars the flush's ``now``)."""
+    if known is None:
+        known = {}
+    flat: list[Any] = []
+    for name, start, end, _open in stage_bars:
+        start_ms = known.get(start)
+        if start_ms is None:
+            start_ms = known[start] = round(as_written(start) * 1000)
+        end_ms = known.get(end)
+        if end_ms is None:
+            end_ms = known[end] = round(as_written(end) * 1000)
+        flat += (_STAGE_CODE.get(name, name), start_ms, end_ms)
+    first = flat[1] if flat else 0
+    for i in range(1, len(flat), 3):
+        flat[i] -= first
+        flat[i + 1] -= first
+    return _encode([view["namespace"], view["name"], view["verdict"], first, flat])
 
 
 def read_lane(uid: str, raw: bytes) -> list[Any]:
@@ -188,9 +230,12 @@ class Aggregates:
         views: dict[str, tuple[dict[str, Any], bytes]],
         removed: Iterable[str],
         written: dict[str, tuple[str, str, str]],
+        bars: Mapping[str, tuple[float | None, list[StageBar]]] | None = None,
     ) -> None:
         """Queue the moves of a flush: ``views`` written, ``removed`` dropped; ``written``
-        is what was stored before (uid -> verdict, namespace, node)."""
+        is what was stored before (uid -> verdict, namespace, node). ``bars``: uid ->
+        (creation time, ``views.stage_bars``) of views made by the caller, who has them in
+        epoch seconds: their lanes are built from those instead of the view's text."""
         removed = [uid for uid in removed if uid not in views]
         self._recall([*views, *removed], written)
         moves: dict[tuple[str, str], int] = {}
@@ -216,7 +261,7 @@ class Aggregates:
             self._dropped = True
             pipe.zrem(recent_key(self.cluster), *removed)
             pipe.hdel(lanes_key(self.cluster), *removed)
-        self._queue_lanes(pipe, views)
+        self._queue_lanes(pipe, views, bars or {})
 
     def _recall(self, uids: list[str], written: dict[str, tuple[str, str, str]]) -> None:
         """The parts of stored pods this worker has not counted itself (it restored after
@@ -233,14 +278,14 @@ class Aggregates:
         """Move a pod's part in the cluster's histograms from ``old`` to ``new``."""
         if old == new:
             return
-        before, after = histogram.unpack(old), histogram.unpack(new)
-        for name in histogram.NAMES:
-            if before.get(name) != after.get(name):
-                if name in before:
-                    key = ("", histogram.field(name, before[name]))
+        for shift, name in _PLACES:
+            before, after = old >> shift & _MASK, new >> shift & _MASK
+            if before != after:
+                if before:
+                    key = ("", histogram.field(name, before))
                     moves[key] = moves.get(key, 0) - 1
-                if name in after:
-                    key = ("", histogram.field(name, after[name]))
+                if after:
+                    key = ("", histogram.field(name, after))
                     moves[key] = moves.get(key, 0) + 1
 
     @staticmethod
@@ -248,9 +293,8 @@ class Aggregates:
         """Add (sign 1) or take off (-1) a pod's figures in its node's histograms."""
         if not node or not packed:
             return
-        parts = histogram.unpack(packed)
-        for name in NODE_DURATIONS:
-            code = parts.get(name, histogram.NONE)
+        for shift, name in _NODE_PLACES:
+            code = packed >> shift & _MASK
             if code >= histogram.ZERO:
                 key = (node, histogram.field(name, code))
                 moves[key] = moves.get(key, 0) + sign
@@ -267,19 +311,33 @@ class Aggregates:
             pipe.eval(_MOVE, len(keys), *keys, *args)
 
     def _queue_lanes(
-        self, pipe: redis.client.Pipeline, views: dict[str, tuple[dict[str, Any], bytes]]
+        self,
+        pipe: redis.client.Pipeline,
+        views: dict[str, tuple[dict[str, Any], bytes]],
+        bars: Mapping[str, tuple[float | None, list[StageBar]]],
     ) -> None:
         """Offer the written pods to the swimlane: only the newest ``lane_cap`` of a
         batch can stay, and none older than the oldest kept once the lane is full."""
-        offered = [(created_of(view), uid, view) for uid, (view, _) in views.items()]
-        offered = [item for item in offered if item[0] >= self.oldest]
+        oldest = self.oldest
+        offered = []
+        for uid, (view, _) in views.items():
+            known = bars.get(uid)
+            if known is None:
+                created = created_of(view)
+            else:
+                created = 0.0 if known[0] is None else as_written(known[0])
+            if created >= oldest:
+                offered.append((created, uid, view))
         if len(offered) > self.lane_cap:
             offered = heapq.nlargest(self.lane_cap, offered, key=lambda item: item[:2])
         keys = (recent_key(self.cluster), lanes_key(self.cluster))
+        instants: dict[float, int] = {}  # epoch ms of the instants met so far (lane_of)
         for start in range(0, len(offered), _LANE_BATCH):
             args: list[Any] = []
             for created, uid, view in offered[start : start + _LANE_BATCH]:
-                args += [uid, repr(created), lane(view)]
+                known = bars.get(uid)
+                entry = lane(view) if known is None else lane_of(view, known[1], instants)
+                args += [uid, repr(created), entry]
             self._replies.append(len(pipe))
             pipe.eval(_LANES, 2, *keys, self.lane_cap, *args)
 
@@ -325,7 +383,7 @@ class Aggregates:
         raws = self.client.hmget(store.pods_key(self.cluster), chosen)
         views = {uid: (decode_view(raw), raw) for uid, raw in zip(chosen, raws, strict=True) if raw}
         pipe = self.client.pipeline(transaction=False)
-        self._queue_lanes(pipe, views)
+        self._queue_lanes(pipe, views, {})
         replies = pipe.execute()
         for place in self._replies:
             self.oldest = float(replies[place][1])

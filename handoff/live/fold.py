@@ -23,7 +23,7 @@ import redis
 
 from handoff.core import verdicts as v
 from handoff.core.gcpause import Tenure, paused_gc
-from handoff.core.podstate import DELETED, PodState
+from handoff.core.podstate import CREATED, DELETED, PodState
 from handoff.core.schema import LINE_DECODER, DecodeError
 from handoff.core.snapshot import load_state
 from handoff.core.timeline import Timeline
@@ -33,7 +33,7 @@ from handoff.core.trace import (
     observed_time,  # the reader's cached parse
 )
 from handoff.core.viewcodec import encode_view
-from handoff.core.views import pod_view
+from handoff.core.views import StageBar, pod_view, stage_bars
 from handoff.live import queries, store
 from handoff.live.aggregates import Aggregates
 from handoff.live.push import Publisher, messages
@@ -409,8 +409,8 @@ class Folder(Snapshots):
             return self.clock()
         return last + max(0.0, self.clock() - self.applied_at)
 
-    def view(self, pod: PodState, now: float) -> dict[str, Any]:
-        view = pod_view(self.timeline, pod, now, self.settings.stuck_after)
+    def view(self, pod: PodState, now: float, bars: list[StageBar] | None = None) -> dict[str, Any]:
+        view = pod_view(self.timeline, pod, now, self.settings.stuck_after, bars=bars)
         blind = self.blind.get(pod.uid)
         # The deletion time of a pod that vanished while the watch was blind is only
         # bounded: after `from`, by `to` (when the relist showed it gone).
@@ -425,13 +425,16 @@ class Folder(Snapshots):
         now = self.now()
         pods = self.timeline.pods
         views = {}
+        # Each view's stage bars in epoch seconds, for its swimlane entry (aggregates).
+        bars: dict[str, tuple[float | None, list[StageBar]]] = {}
         removed = list(removed or ())
         incident = None
         note_ending = self.timeline.owners.note_ending
         for uid in self.dirty:
             pod = pods.get(uid)
             if pod is not None and not uid.startswith("name:"):
-                view = self.view(pod, now)
+                bars[uid] = (pod.milestones[CREATED], stage_bars(pod.milestones, now))
+                view = self.view(pod, now, bars[uid][1])
                 views[uid] = (view, encode_view(view))
                 self._track(uid, view["verdict"], pod)
                 if pod.owner is not None:
@@ -444,7 +447,7 @@ class Folder(Snapshots):
         for uid in removed or ():
             self.timed.discard(uid)
         stamp = format_time(now)
-        pipe = self._write_in_parts(views, removed)
+        pipe = self._write_in_parts(views, removed, bars)
         if removed:
             store.drop_pods(pipe, self.cluster, removed, self.written)
         self._write_owners(pipe, now)
@@ -486,7 +489,10 @@ class Folder(Snapshots):
         store.write_owners(pipe, self.cluster, records)
 
     def _write_in_parts(
-        self, views: dict[str, tuple[dict[str, Any], bytes]], removed: list[str]
+        self,
+        views: dict[str, tuple[dict[str, Any], bytes]],
+        removed: list[str],
+        bars: dict[str, tuple[float | None, list[StageBar]]],
     ) -> Any:
         """Write the views in MULTI/EXECs of at most FLUSH_PART pods; returns the last one's
         pipeline, for the flush's progress to go with them. Each part is whole, so a worker
@@ -499,12 +505,12 @@ class Folder(Snapshots):
         items = list(views.items())
         for start in range(0, len(items) - FLUSH_PART, FLUSH_PART):
             pipe = self.client.pipeline(transaction=True)
-            self._queue_views(pipe, dict(items[start : start + FLUSH_PART]), [])
+            self._queue_views(pipe, dict(items[start : start + FLUSH_PART]), [], bars)
             pipe.hset(store.fold_key(self.cluster), "stored", len(self.written))
             self.aggregates.settle(pipe.execute(), len(self.written))
         last = len(items) - (len(items) - 1) % FLUSH_PART - 1 if items else 0
         pipe = self.client.pipeline(transaction=True)
-        self._queue_views(pipe, dict(items[last:]), removed)
+        self._queue_views(pipe, dict(items[last:]), removed, bars)
         return pipe
 
     def _queue_views(
@@ -512,10 +518,11 @@ class Folder(Snapshots):
         pipe: redis.client.Pipeline,
         views: dict[str, tuple[dict[str, Any], bytes]],
         removed: list[str],
+        bars: dict[str, tuple[float | None, list[StageBar]]],
     ) -> None:
         """The views' writes with the aggregates' and the index's moves, which read what
         was written before (``self.written``, updated by ``write_pods``)."""
-        self.aggregates.queue(pipe, views, removed, self.written)
+        self.aggregates.queue(pipe, views, removed, self.written, bars)
         self.search.queue(pipe, views, removed, self.written)
         store.write_pods(pipe, self.cluster, views, self.written)
 

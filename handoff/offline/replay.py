@@ -1,9 +1,11 @@
 """A recorded trace folded up to any moment, quickly, for the replay pages.
 
 The trace's events are kept in memory in observed order. While they are folded once from
-start to end, the timeline is saved every ``every`` events (``snapshot.dump_state``:
-MessagePack data). Seeking to a time loads the nearest checkpoint at or before it and folds
-only the events between, so moving a slider costs at most ``every`` events, not the trace.
+start to end, the timeline is frozen every ``every`` events (``checkpoints.freeze``: pods
+unchanged since the checkpoint before are shared with it). Seeking to a time thaws the
+nearest checkpoint at or before it (a dict copy, plus copies of the pods the next events
+touch) and folds only the events between, so moving a slider costs at most ``every``
+events and a dict copy, not the trace nor a deserialised timeline.
 
 Events are ordered by their observed time (a stable sort: within one watch the order is
 kept). The fold does not depend on how the pod, node and event watches interleave, so the
@@ -13,6 +15,7 @@ state at ``at`` equals ``timeline.fold(events, until=at)``.
 from __future__ import annotations
 
 import bisect
+import gc
 import math
 import threading
 from collections.abc import Iterable, Iterator
@@ -21,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from handoff.core.gcpause import paused_gc
-from handoff.core.report import judged
-from handoff.core.snapshot import dump_state, load_state
 from handoff.core.timeline import Timeline
 from handoff.core.trace import LineError, WatchEvent
 from handoff.interop.importers import open_events
+from handoff.offline.checkpoints import Checkpoint, freeze, thaw
+from handoff.offline.judging import Durations, Steady, SteadyChain, SteadyJudging
 
 # At most this many checkpoints are kept, whatever the trace's length: memory stays
 # bounded by (checkpoints x state size), seeking by (events / checkpoints) folds.
@@ -45,7 +48,10 @@ class ReplayState:
         cluster: str | None = None,
         errors: Iterable[LineError] = (),
         every: int = 5000,
+        stuck_after: float = 60.0,
     ) -> None:
+        """``stuck_after``: the threshold the pages judge with, whose judgements of steady
+        pods are worked out while the trace is loaded (others judge every pod)."""
         ordered = sorted(events, key=WatchEvent.time)
         if not ordered:
             raise EmptyTrace("the trace has no watch events")
@@ -56,21 +62,32 @@ class ReplayState:
         self.skipped: dict[str, int] = {}
         self.every = max(every, math.ceil(len(ordered) / MAX_CHECKPOINTS))
         # checkpoints[i] is the state after the first i * every events.
-        self.checkpoints: list[bytes] = []
+        self.checkpoints: list[Checkpoint] = []
+        self.steady: list[Steady] = []  # per checkpoint (offline/judging.py)
+        durations: dict[int, Durations] = {}  # of the frozen pods, by id
+        self._chain = SteadyChain(stuck_after, durations)
+        self._judging = SteadyJudging(stuck_after, durations)
         self._lock = threading.RLock()
         self._working: Timeline | None = None
         self._position = 0
         self._moves = 0  # counts changes of the working timeline (see judged_at)
         self._judged: tuple[tuple[int, float, float], tuple[dict, list]] | None = None
         self._build()
+        # The fold ran with the collector paused: everything it made is young. Its first
+        # full collection (about 1.5 s at 500,000 events) would fall on a page request;
+        # made here, while loading, it leaves them old and the requests' ones short.
+        gc.collect()
+        self._slot = 0  # the checkpoint the working timeline was thawed from
 
     @classmethod
-    def from_file(cls, path: str | Path, every: int = 5000) -> ReplayState:
+    def from_file(
+        cls, path: str | Path, every: int = 5000, stuck_after: float = 60.0
+    ) -> ReplayState:
         """Any input the importers read: trace v1, kubectl output, an audit log."""
         reader = open_events(path)
         events = list(reader)
         cluster = reader.header.cluster if reader.header else None
-        state = cls(events, cluster, reader.errors, every)
+        state = cls(events, cluster, reader.errors, every, stuck_after)
         state.skipped = dict(reader.skipped)
         return state
 
@@ -84,12 +101,36 @@ class ReplayState:
 
     def _build(self) -> None:
         timeline = Timeline(self.cluster)
+        touched: set[str] = set()
         with paused_gc():
             for index, event in enumerate(self.events):
                 if index % self.every == 0:
-                    self.checkpoints.append(dump_state(timeline))
-                timeline.apply(event)
-        self._working, self._position = timeline, len(self.events)
+                    self._checkpoint(timeline, index, touched)
+                    touched = set()
+                pod = timeline.apply(event)
+                if pod is not None:
+                    touched.add(pod.uid)
+            self._close(self.checkpoints[-1], timeline, touched)
+        # Not kept as the working timeline: seeks thaw checkpoints, whose steady pods'
+        # judgements hold (offline/judging.py); the live timeline's pods are not those.
+        del self._chain  # what it carries from slot to slot
+
+    def _checkpoint(self, timeline: Timeline, index: int, touched: set[str]) -> None:
+        before = self.checkpoints[-1] if self.checkpoints else None
+        if before is not None:
+            self._close(before, timeline, touched)
+        self.checkpoints.append(freeze(timeline, index, before, touched))
+
+    def _close(self, checkpoint: Checkpoint, timeline: Timeline, touched: set[str]) -> None:
+        """The checkpoint's slot folded (``timeline`` is at its end): what it changed,
+        and the checkpoint's steady pods for the times whose seek thaws it."""
+        checkpoint.touched = frozenset(touched)
+        checkpoint.removed = frozenset(checkpoint.pods.keys() - timeline.pods.keys())
+        position = checkpoint.position
+        low = self.times[position - 1] if position else -math.inf
+        end = position + self.every  # the next checkpoint's: a seek here is before it
+        high = self.times[end - 1] if end < len(self.times) else math.inf
+        self.steady.append(self._chain.add(checkpoint, low, high))
 
     def count_until(self, at: float) -> int:
         """How many events were observed at or before ``at``."""
@@ -112,8 +153,9 @@ class ReplayState:
             base = slot * self.every
             working = self._working
             if working is None or not base <= self._position <= target:
-                working = load_state(self.checkpoints[slot])
-                self._position = base
+                with paused_gc():
+                    working = thaw(self.checkpoints[slot])
+                self._slot, self._position = slot, base
             if working is not self._working or self._position != target:
                 self._moves += 1
             with paused_gc():
@@ -123,13 +165,18 @@ class ReplayState:
             return working
 
     def judged_at(self, at: float, stuck_after: float) -> tuple[dict[str, Any], list[Any]]:
-        """``report.judged`` of the timeline at ``at``: one judging pass over every pod,
-        kept until the working timeline moves, so a board page's summary and pod list
-        (two requests at one time) judge the pods once. Call inside ``seek(at)``."""
+        """``report.judged`` of the timeline at ``at``: one pass over every pod, kept
+        until the working timeline moves, so a board page's summary and pod list (two
+        requests at one time) make it once; in it, the checkpoint's steady pods
+        are not judged again (``SteadyJudging``). Call inside ``seek(at)``."""
         with self._lock:
             timeline = self.timeline_at(at)
             key = (self._moves, at, stuck_after)
             if self._judged is None or self._judged[0] != key:
                 self._judged = None  # the old pass's pods are not kept meanwhile
-                self._judged = (key, judged(timeline, at, stuck_after))
+                slot = self._slot
+                judged = self._judging.judged(
+                    timeline, self.checkpoints[slot], self.steady[slot], at, stuck_after
+                )
+                self._judged = (key, judged)
             return self._judged[1]

@@ -74,16 +74,24 @@ def test_the_pages_section_loads_every_page_while_ingest_runs(services):
     from devtools.bench import pages
 
     bench.ingest(services.redis_url(), TRACES / "node-lost.jsonl")
-    result = pages.run_pages(services, clients=4, seconds=3.0, subscribers=2, rate=100)
+    result = pages.run_pages(
+        services, clients=4, seconds=3.0, subscribers=2, rate=100, think=(0.05, 0.2)
+    )
     for page in pages.PAGES:
         row = result[page]
         assert row["errors"] == 0, (page, row)
         assert row["n"] > 0, page
         assert 0 < row["p50_ms"] <= row["p99_ms"]
+        assert result["people"][page]["errors"] == 0, (page, result["people"][page])
+    # People read before the next page: fewer pages per second than the closed loop.
+    assert 0 < result["people"]["pages_per_s"] < result["pages_per_s"]
+    assert result["people"]["think_s"] == [0.05, 0.2]
+    assert result["web_processes"] >= 1
     # Every fed pod reached both subscribers, and the fold kept up with the feed.
-    assert result["ws"]["missing"] == 0
-    assert result["ws"]["n"] > 0
-    assert result["ingest_events_per_s"] > 50
+    for phase in (result, result["people"]):
+        assert phase["ws"]["missing"] == 0
+        assert phase["ws"]["n"] > 0
+        assert phase["ingest_events_per_s"] > 50
     assert result["store_pods"] == len(
         build_report(fold_file(TRACES / "node-lost.jsonl")[0])["pods"]
     )

@@ -58,7 +58,7 @@ def test_it_keeps_at_most_the_checkpoint_cap() -> None:
 
 
 def test_one_judging_pass_serves_every_request_at_one_time(monkeypatch) -> None:
-    from handoff.offline import replay
+    from handoff.offline.judging import SteadyJudging
 
     events = [
         e
@@ -67,8 +67,10 @@ def test_one_judging_pass_serves_every_request_at_one_time(monkeypatch) -> None:
     ]
     state = ReplayState(events, every=3)
     passes = []
-    real = replay.judged
-    monkeypatch.setattr(replay, "judged", lambda *a: passes.append(a[1]) or real(*a))
+    real = SteadyJudging.judged
+    monkeypatch.setattr(
+        SteadyJudging, "judged", lambda self, *a: passes.append(a[3]) or real(self, *a)
+    )
     times = sorted({e.time() for e in events})
     early, late = times[len(times) // 3], times[-1]
     for at in (early, early, late, late, early):

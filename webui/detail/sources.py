@@ -6,17 +6,16 @@ a page cannot tell a replayed cluster from a live one.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter, methodcaller
 from typing import Any
 
 import redis
-from django.conf import settings
 
 from handoff import conf
 from handoff.core import verdicts as v
+from handoff.core.gcpause import paused_gc
 from handoff.core.histogram import Histogram
 from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
@@ -25,11 +24,6 @@ from handoff.live import queries
 from handoff.live.queries import pick, with_others
 from handoff.offline.replay import ReplayState
 from webui.detail.rows import PodRow, row_from_pod, row_from_view
-
-SHARED_TTL = 1.0  # seconds a live cluster's fleet answer is reused in one process
-_shared: dict[tuple[str, str, str], tuple[float, dict[str, Any]]] = {}
-_shared_lock = threading.Lock()
-_shared_gates: dict[tuple[str, str, str], threading.Lock] = {}
 
 
 def client() -> redis.Redis:
@@ -66,21 +60,6 @@ class LiveSource:
 
     def fleet_kept(self, lanes: int) -> dict[str, Any]:
         return queries.fleet_kept(self.client, self.cluster, lanes)
-
-    def shared(self, kind: str, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """An answer built at most once per SHARED_TTL per process: the fleet's swimlane
-        of 10,000 pods costs tens of milliseconds to build, and fifty people opening the
-        page in the same second need it once. Requests arriving meanwhile wait for it."""
-        key = (settings.REDIS_URL, self.cluster, kind)
-        with _shared_lock:
-            gate = _shared_gates.setdefault(key, threading.Lock())
-        with gate:
-            hit = _shared.get(key)
-            if hit is not None and time.monotonic() - hit[0] < SHARED_TTL:
-                return hit[1]
-            value = make()
-            _shared[key] = (time.monotonic(), value)
-            return value
 
     def node_histograms(self, nodes: list[str]) -> dict[str, dict[str, Histogram]]:
         return queries.node_histograms(self.client, self.cluster, nodes)
@@ -163,21 +142,25 @@ class ReplaySource:
         the judging pass the summary shares (``ReplayState.judged_at``): no durations or
         rows for the pods off the page."""
         _, ranked = self.state.judged_at(self.at, self.stuck_after)
-        binding = self.timeline.binding
-        wanted = [
-            pod
-            for _, _, _, _, uid, pod, judgement in ranked
-            if not uid.startswith("name:")
-            and filters.accepts(
-                judgement.verdict,
-                pod.namespace,
-                pod.name,
-                pod.node,
-                binding(pod) if filters.binding else "",
-            )
-        ]
-        page = wanted[offset : offset + limit]
-        views = [self.view(pod) for pod in page]
+        if filters == NO_FILTERS:  # the board's first look: no test of each pod
+            wanted = _named(ranked)
+        else:
+            binding = self.timeline.binding
+            wanted = [
+                item
+                for item in ranked
+                if not item[4].startswith("name:")
+                and filters.accepts(
+                    item[6].verdict,
+                    item[5].namespace,
+                    item[5].name,
+                    item[5].node,
+                    binding(item[5]) if filters.binding else "",
+                )
+            ]
+        page = [item[5] for item in wanted[offset : offset + limit]]
+        with paused_gc():  # a collection here would walk the whole trace held in memory
+            views = [self.view(pod) for pod in page]
         views.sort(key=sort_key)
         end = offset + len(page)
         return {
@@ -214,3 +197,17 @@ class PodFilters:
             return False
         text = self.q.casefold()
         return not text or text in f"{namespace}/{name}".casefold()
+
+
+NO_FILTERS = PodFilters()
+
+
+def _named(ranked: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The ranked pods but those known only by name (``name:`` uids, not listed)."""
+    if not any(map(_is_placeholder, map(_uid, ranked))):  # C loops: 100,000s of pods
+        return ranked
+    return [item for item in ranked if not item[4].startswith("name:")]
+
+
+_uid = itemgetter(4)
+_is_placeholder = methodcaller("startswith", "name:")

@@ -139,7 +139,7 @@ def read_state(path: str | Path) -> ReplayState:
     """A trace folded for replay, or ``TraceRejected`` with the one-line reason: uploads
     and the server's own trace files get the same message and status, never a 500."""
     try:
-        return ReplayState.from_file(path)
+        return ReplayState.from_file(path, stuck_after=float(settings.HANDOFF_STUCK_AFTER))
     except EmptyTrace as exc:
         raise TraceRejected(f"not a Handoff trace: {exc}") from exc
     except (OSError, EOFError, zlib.error) as exc:

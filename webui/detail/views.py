@@ -19,6 +19,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from handoff.core.trace import format_time, parse_time
 from handoff.core.verdicts import BINDINGS, VERDICTS
+from handoff.live import answers
 from webui.api import api
 from webui.demo import is_demo_user
 from webui.detail import traces
@@ -26,6 +27,7 @@ from webui.detail.fleet import SWIMLANE_LIMIT, fleet_digest, kept_fleet
 from webui.detail.nodes import kept, nodes_digest
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource
 from webui.detail.traces import TraceFile, TraceRejected
+from webui.jsonbody import Encoded, encode
 
 PAGE_LIMIT_MAX = 500
 ATTENTION = frozenset(name for name, verdict in VERDICTS.items() if verdict.attention)
@@ -92,21 +94,28 @@ def api_pod(request: HttpRequest, cluster: str, namespace: str, name: str) -> di
 
 
 @api
-def api_nodes(request: HttpRequest, cluster: str) -> dict[str, Any]:
-    """From what the fold keeps: no pass over the cluster's pods."""
+def api_nodes(request: HttpRequest, cluster: str) -> Encoded:
+    """From what the fold keeps: no pass over the cluster's pods; shared by every viewer."""
     source = _live(cluster)
-    fold = source.fold()
-    return kept(source.handed(), fold["nodes"], source.on_missing_nodes, fold["evaluated_at"])
+
+    def make() -> bytes:
+        fold = source.fold()
+        at = fold["evaluated_at"]
+        return encode(kept(source.handed(), fold["nodes"], source.on_missing_nodes, at))
+
+    return Encoded(answers.shared(source.client, cluster, "nodes", make))
 
 
 @api
-def api_fleet(request: HttpRequest, cluster: str) -> dict[str, Any]:
-    """From what the fold keeps: no pass over the cluster's pods."""
+def api_fleet(request: HttpRequest, cluster: str) -> Encoded:
+    """From what the fold keeps: no pass over the cluster's pods; shared by every viewer."""
     limit = _limit(request, SWIMLANE_LIMIT, 2 * SWIMLANE_LIMIT)
     source = _live(cluster)
-    return source.shared(
-        f"fleet:{limit}", lambda: kept_fleet(source.fleet_kept(limit), source.node_histograms)
-    )
+
+    def make() -> bytes:
+        return encode(kept_fleet(source.fleet_kept(limit), source.node_histograms))
+
+    return Encoded(answers.shared(source.client, cluster, f"fleet:{limit}", make))
 
 
 # ---------------------------------------------------------------- replay API

@@ -1,0 +1,111 @@
+"""`python manage.py serve`: the web as several Daphne processes sharing one listening socket.
+
+One Daphne process runs every Django view on one thread, so fifty people opening pages at
+once queue behind each other on one core. This command opens the socket once and hands it
+(``daphne --fd``) to ``--processes`` children: each new connection goes to whichever child
+accepts it first, usually an idle one. Websocket frames reach every child through the Redis
+channel layer, so a board subscriber may sit on any of them. A child that exits stops the
+others and the command (exit status of that child): the container runtime, Kubernetes or
+``manage.py demo`` restarts the whole web, as it would a single Daphne.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from types import FrameType
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from handoff.management.cliargs import port
+
+APPLICATION = "handoff.asgi:application"
+STOP_TIMEOUT = 10.0  # seconds the children get to close their connections
+
+
+def listening_socket(host: str, number: int, backlog: int = 1024) -> socket.socket:
+    """A bound, listening IPv4 socket the children inherit (Daphne's ``--fd`` adopts IPv4
+    sockets only)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, number))
+    sock.listen(backlog)
+    sock.set_inheritable(True)
+    return sock
+
+
+def daphne_argv(fd: int, application: str) -> list[str]:
+    """One child: Daphne adopting the inherited socket ``fd``."""
+    return [sys.executable, "-m", "daphne", "--fd", str(fd), application]
+
+
+class Command(BaseCommand):
+    help = "Serve pages and websockets with several Daphne processes on one port."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("-b", "--bind", default="127.0.0.1", help="address to listen on")
+        parser.add_argument("-p", "--port", type=int, default=8000)
+        parser.add_argument(
+            "--processes",
+            type=int,
+            default=settings.HANDOFF_WEB_PROCESSES,
+            help="Daphne processes (default HANDOFF_WEB_PROCESSES, else one per core)",
+        )
+        parser.add_argument("--application", default=APPLICATION)
+
+    def handle(self, *args, **options) -> None:
+        port(options["port"])
+        count = options["processes"]
+        if count < 1:
+            raise CommandError("--processes must be at least 1")
+        try:
+            sock = listening_socket(options["bind"], options["port"])
+        except OSError as exc:
+            raise CommandError(
+                f"cannot listen on {options['bind']}:{options['port']}: {exc}"
+            ) from exc
+        argv = daphne_argv(sock.fileno(), options["application"])
+        stopping = catch_stop_signals()  # before the children: none is left without a parent
+        children = [subprocess.Popen(argv, pass_fds=(sock.fileno(),)) for _ in range(count)]
+        sock.close()  # the children hold it now
+        self.stdout.write(
+            f"serving on {options['bind']}:{options['port']} with {count} Daphne processes",
+        )
+        sys.exit(supervise(children, stopping))
+
+
+def catch_stop_signals() -> list[int]:
+    """SIGTERM and SIGINT noted in the returned list instead of ending this process."""
+    stopping: list[int] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        stopping.append(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, on_signal)
+    return stopping
+
+
+def supervise(children: list[subprocess.Popen], stopping: list[int]) -> int:
+    """Wait until a stop signal or one child's exit, then stop them all; the exit status."""
+    ended = None
+    while not stopping and ended is None:
+        ended = next((c for c in children if c.poll() is not None), None)
+        time.sleep(0.2)
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    for child in children:
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    if ended is not None and not stopping:
+        return ended.returncode or 1
+    return 0
