@@ -33,6 +33,7 @@ def fold_settings() -> FoldSettings:
         stuck_after=float(settings.HANDOFF_STUCK_AFTER),
         push_interval=settings.HANDOFF_PUSH_INTERVAL_MS / 1000,
         snapshot_interval=float(settings.HANDOFF_SNAPSHOT_INTERVAL),
+        snapshot_events=settings.HANDOFF_SNAPSHOT_EVENTS,
         retention_hours=float(settings.HANDOFF_RETENTION_HOURS),
         max_events=settings.HANDOFF_STREAM_MAXLEN,
         gc_settle_interval=1.0,

@@ -18,6 +18,7 @@ from handoff import conf
     HANDOFF_STUCK_AFTER=30,
     HANDOFF_PUSH_INTERVAL_MS=200,
     HANDOFF_SNAPSHOT_INTERVAL=15,
+    HANDOFF_SNAPSHOT_EVENTS=5000,
     HANDOFF_RETENTION_HOURS=2,
     HANDOFF_STREAM_MAXLEN=1000,
     HANDOFF_STREAM_ERROR_LIMIT=7,
@@ -35,6 +36,7 @@ def test_the_knobs_are_the_settings():
     )
     fold = conf.fold_settings()
     assert (fold.stuck_after, fold.push_interval, fold.snapshot_interval) == (30.0, 0.2, 15.0)
+    assert fold.snapshot_events == 5000
     assert (fold.retention_hours, fold.max_events, fold.gc_settle_interval) == (2.0, 1000, 1.0)
     limits = conf.stream_limits()
     assert (limits.errors, limits.unheld_s, limits.silence_s, limits.fold_lag_s) == (7, 11, 13, 17)

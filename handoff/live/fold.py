@@ -65,6 +65,9 @@ class FoldSettings:
     backlog_push_interval: float = 0.5
     sweep_interval: float = 5.0
     snapshot_interval: float = 60.0
+    # ... or after this many events, whichever comes first: what a successor refolds
+    # after a crash is bounded by events, not seconds (a busy cluster's 60 s is 120,000).
+    snapshot_events: int = 20_000
     retention_hours: float = 24.0  # stream age, and how long deleted pods are kept
     max_events: int = 2_000_000  # stream length cap
     # Seconds between gcpause.Tenure settles (None: leave the collector alone). The fold
@@ -85,6 +88,7 @@ class Folder(Snapshots):
         # Its XREAD replies unparsed: redis-py would build a dict per entry (~3 µs each).
         self._reader = redis.Redis(connection_pool=client.connection_pool)
         self._reader.set_response_callback("XREAD", _unparsed)
+        self._reader.set_response_callback("XRANGE", _unparsed)
         self.cluster = cluster
         self.settings = settings
         self.publisher = publisher
@@ -101,6 +105,7 @@ class Folder(Snapshots):
         self.last_sweep = clock()
         self.last_snapshot = clock()
         self.events = 0
+        self.snapshot_events_at = 0  # self.events when the last snapshot was taken
         self.behind = False  # the last read came back full
         # Pods whose written verdict can change with time alone: all a sweep looks at.
         self.timed: set[str] = set()
@@ -120,7 +125,16 @@ class Folder(Snapshots):
         a fold wrote up to the fold hash's cursor, after a crash of the worker or of
         Redis (restarted from its AOF or RDB) too: views flushed before that cursor stay.
         A store that is not that (no snapshot or one without ``written``, a view count
-        other than the fold's) gets every view and index entry rewritten."""
+        other than the fold's) gets every view and index entry rewritten. The collector
+        is paused throughout: its passes over the state being built cost more than the
+        decoding itself; the fold task's ``Tenure`` then freezes what was built, so no
+        collection walks it while the fold is live."""
+        with paused_gc():
+            self._restore()
+            if self.tenure is not None:
+                self.tenure.adopt()
+
+    def _restore(self) -> None:
         saved = self._load_snapshot()
         progress = store.fold_state(self.client, self.cluster)
         if (
@@ -170,12 +184,13 @@ class Folder(Snapshots):
         else:  # no flush after the snapshot: `written` is the store's
             self.dirty = set(pending)
         self._fold_until(None)
-        self.timed = {uid for uid, fields in written.items() if self._timed(uid, fields[0])}
-        reread |= self.dirty | self.timed
+        timed = self._timed_among(written)
+        reread |= self.dirty | timed
         for uid in reread:
             written.pop(uid, None)
-        written.update(store.written_fields(self.client, self.cluster, reread))
-        self.timed = {uid for uid, fields in written.items() if self._timed(uid, fields[0])}
+        stored = store.written_fields(self.client, self.cluster, reread)
+        written.update(stored)
+        self.timed = (timed - reread) | self._timed_among(stored)
         self.deletions = [
             (pod.milestones[DELETED], uid)
             for uid, pod in self.timeline.pods.items()
@@ -190,10 +205,24 @@ class Folder(Snapshots):
         self.sweep()
         self.retain()
 
-    def _timed(self, uid: str, verdict: str) -> bool:
-        return verdict in TIME_BASED or (
-            verdict != v.STUCK_TERMINATING and terminating(self.timeline.pods.get(uid))
-        )
+    def _timed_among(self, written: dict[str, tuple[str, str, str]]) -> set[str]:
+        """The pods whose written verdict can change with time alone (see ``_track``);
+        one pass over every stored pod's fields in a restore, hence inlined."""
+        pods, stuck = self.timeline.pods, v.STUCK_TERMINATING
+        timed = set()
+        for uid, fields in written.items():
+            verdict = fields[0]
+            if verdict in TIME_BASED:
+                timed.add(uid)
+            elif verdict != stuck:
+                pod = pods.get(uid)
+                if (
+                    pod is not None
+                    and pod.deletion_requested is not None
+                    and pod.milestones[DELETED] is None
+                ):
+                    timed.add(uid)
+        return timed
 
     def _rewrite_all(self) -> None:
         # The store may hold views of pods this state no longer has (dropped, forgotten).
@@ -228,8 +257,9 @@ class Folder(Snapshots):
         if raw is None:
             return None
         try:
-            saved = read_snapshot(raw)
-            self.timeline = load_state(saved.timeline)
+            with paused_gc():  # every pod's lists are new objects: no cycles, many passes
+                saved = read_snapshot(raw)
+                self.timeline = load_state(saved.timeline)
         except ValueError as exc:
             log.warning("%s: snapshot unreadable (%s), folding the whole stream", self.cluster, exc)
             return None
@@ -256,8 +286,9 @@ class Folder(Snapshots):
     def _range(self, count: int, end: str | None = None) -> list[tuple[str, bytes]]:
         start = "-" if self.cursor == "0-0" else "(" + self.cursor
         key = store.events_key(self.cluster)
-        entries = self.client.xrange(key, min=start, max=end or "+", count=count)
-        return [(i.decode(), f[store.STREAM_FIELD]) for i, f in entries]
+        # Unparsed, as ``_read``: each entry [id, [field, line]].
+        entries = self._reader.xrange(key, min=start, max=end or "+", count=count)
+        return [(i.decode(), fields[1]) for i, fields in entries]
 
     # --------------------------------------------------------------- fold
 
@@ -291,9 +322,16 @@ class Folder(Snapshots):
             self.retain()
         if self.saver is not None:
             self._reap(wait=False)
-        elif now - self.last_snapshot >= self.settings.snapshot_interval:
+        elif self._snapshot_due(now):
             self.snapshot_in_background()
         return count
+
+    def _snapshot_due(self, now: float) -> bool:
+        settings = self.settings
+        return (
+            now - self.last_snapshot >= settings.snapshot_interval
+            or self.events - self.snapshot_events_at >= settings.snapshot_events
+        )
 
     def _window(self) -> float:
         if self.behind:

@@ -63,6 +63,8 @@ class Snapshots:
     cursor: str
     saver: tuple[int, str, float] | None
     last_snapshot: float
+    events: int
+    snapshot_events_at: int
     written: dict[str, tuple[str, str, str]]
     dirty: set[str]
     blind: dict[str, dict[str, str]]
@@ -76,6 +78,7 @@ class Snapshots:
         if self.saver is not None:
             self._reap(wait=True)
         self.last_snapshot = self.clock()
+        self.snapshot_events_at = self.events
         blob = self._snapshot_blob()
         if store.save_snapshot(self.client, self.cluster, blob, self.cursor):
             self._trim(self.cursor)
@@ -85,6 +88,7 @@ class Snapshots:
         BGSAVE does): serializing 150,000 pods takes most of a second, which the live
         path must not wait for. The parent trims the stream once the copy has saved."""
         self.last_snapshot = self.clock()
+        self.snapshot_events_at = self.events
         cursor = self.cursor
         pid = os.fork()
         if pid == 0:  # the copy: only the forking thread exists here, so no logging

@@ -36,7 +36,8 @@ while True:
     if folder.settings is settings and client.exists("no-more-snapshots"):
         if folder.saver is not None:
             folder._reap(wait=True)
-        folder.settings = dataclasses.replace(settings, snapshot_interval=1e9)
+        never = dict(snapshot_interval=1e9, snapshot_events=10**9)
+        folder.settings = dataclasses.replace(settings, **never)
         client.set("snapshots-stopped", 1)
     folder.step()
 """
