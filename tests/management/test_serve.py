@@ -77,3 +77,13 @@ def test_a_process_that_dies_stops_the_web(serve):
     os.kill(first, signal.SIGKILL)
     assert proc.wait(timeout=20) != 0
     wait_until(lambda: not Path(f"/proc/{second}").exists(), 5, "the other Daphne to stop")
+
+
+def test_a_killed_serve_leaves_no_daphne_serving_the_port(serve):
+    proc, url = serve
+    daphnes = children(proc.pid)
+    proc.kill()  # SIGKILL: nothing of serve's own runs
+    proc.wait(timeout=5)
+    for pid in daphnes:
+        wait_until(lambda pid=pid: not Path(f"/proc/{pid}").exists(), 20, f"Daphne {pid} to stop")
+    assert not answers(url)

@@ -11,6 +11,7 @@ others and the command (exit status of that child): the container runtime, Kuber
 
 from __future__ import annotations
 
+import ctypes
 import signal
 import socket
 import subprocess
@@ -25,6 +26,7 @@ from handoff.management.cliargs import port
 
 APPLICATION = "handoff.asgi:application"
 STOP_TIMEOUT = 10.0  # seconds the children get to close their connections
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def listening_socket(host: str, number: int, backlog: int = 1024) -> socket.socket:
@@ -41,6 +43,14 @@ def listening_socket(host: str, number: int, backlog: int = 1024) -> socket.sock
 def daphne_argv(fd: int, application: str) -> list[str]:
     """One child: Daphne adopting the inherited socket ``fd``."""
     return [sys.executable, "-m", "daphne", "--fd", str(fd), application]
+
+
+def die_with_parent() -> None:
+    """Between fork and exec: if this command is killed outright (SIGKILL, the OOM
+    killer), the kernel sends the child SIGTERM rather than leave a Daphne serving the
+    port with nobody to stop it."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class Command(BaseCommand):
@@ -70,7 +80,10 @@ class Command(BaseCommand):
             ) from exc
         argv = daphne_argv(sock.fileno(), options["application"])
         stopping = catch_stop_signals()  # before the children: none is left without a parent
-        children = [subprocess.Popen(argv, pass_fds=(sock.fileno(),)) for _ in range(count)]
+        children = [
+            subprocess.Popen(argv, pass_fds=(sock.fileno(),), preexec_fn=die_with_parent)
+            for _ in range(count)
+        ]
         sock.close()  # the children hold it now
         self.stdout.write(
             f"serving on {options['bind']}:{options['port']} with {count} Daphne processes",
