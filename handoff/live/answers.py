@@ -14,6 +14,7 @@ SHARED_TTL plus one build behind the fold's last flush, and never older than KEE
 
 from __future__ import annotations
 
+import logging
 import struct
 import threading
 import time
@@ -22,6 +23,8 @@ from collections.abc import Callable
 import redis
 
 from handoff.live import store
+
+log = logging.getLogger(__name__)
 
 SHARED_TTL = 1.0  # seconds an answer is fresh: sent without building the next
 KEEP = 30.0  # seconds an answer may still be sent while the next is built
@@ -90,8 +93,25 @@ def _renew(
     """Build the next answer in a thread, unless another process or thread already is."""
     if _claim(client, key):
         threading.Thread(
-            target=_store, args=(client, key, memo_key, make), name="shared-answer", daemon=True
+            target=_store_in_background,
+            args=(client, key, memo_key, make),
+            name="shared-answer",
+            daemon=True,
         ).start()
+
+
+def _store_in_background(
+    client: redis.Redis, key: str, memo_key: tuple[str, str], make: Callable[[], bytes]
+) -> None:
+    """``_store`` in the renewing thread: no request waits on it, so a failure is a log
+    line (the last answer is sent until KEEP; the claim expires after BUILD_WAIT) instead
+    of a traceback on the thread."""
+    try:
+        _store(client, key, memo_key, make)
+    except redis.RedisError as exc:
+        log.warning("shared answer %s not renewed: Redis: %s", key, exc)
+    except Exception:
+        log.exception("shared answer %s not renewed", key)
 
 
 def _first(

@@ -96,3 +96,19 @@ def test_an_answer_gone_from_redis_is_built_again(redis_client):
     time.sleep(answers.SHARED_TTL + 0.1)
     redis_client.flushall()  # a removed cluster, or a cleared store
     assert answers.shared(redis_client, "c-gone", "n", lambda: b"after") == b"after"
+
+
+def test_a_renewal_that_fails_is_a_log_line_and_the_last_answer_is_still_sent(redis_client, caplog):
+    assert answers.shared(redis_client, "c-fails", "fleet", lambda: b"last") == b"last"
+    time.sleep(answers.SHARED_TTL + 0.1)
+    another_process()
+    failed = threading.Event()
+
+    def make() -> bytes:
+        failed.set()
+        raise redis.ConnectionError("Redis went away")
+
+    with caplog.at_level("WARNING", logger="handoff.live.answers"):
+        assert answers.shared(redis_client, "c-fails", "fleet", make) == b"last"
+        assert failed.wait(5)
+        wait_until(lambda: "not renewed: Redis: Redis went away" in caplog.text, 5, "the log")
