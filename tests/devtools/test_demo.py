@@ -49,6 +49,13 @@ def snapshot(run_dir: Path) -> set[tuple[int, int]]:
     return {(pid, start_time(pid)) for pid in pids} - {(pid, None) for pid in pids}
 
 
+def supervisor_pid(run_dir: Path) -> int | None:
+    try:
+        return json.loads((run_dir / "demo.pid").read_text())["supervisor"]["pid"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def alive(processes: set[tuple[int, int]]) -> set[tuple[int, int]]:
     return {(pid, started) for pid, started in processes if start_time(pid) == started}
 
@@ -339,7 +346,13 @@ def test_it_leaves_no_strays_after_a_killed_run(run_dir):
 
     second = start_demo(run_dir, port)
     try:
-        wait_until(lambda: healthz(port) == 200, 45, "the second run's /healthz")
+        # The first run's web may answer for a moment after its supervisor's death: wait
+        # for the second run to have taken over (reaped and recorded) and to answer.
+        wait_until(
+            lambda: supervisor_pid(run_dir) == second.pid and healthz(port) == 200,
+            45,
+            "the second run's /healthz",
+        )
         assert alive(first_processes) == set()
         record = json.loads((run_dir / "demo.pid").read_text())
         assert record["supervisor"]["pid"] == second.pid
