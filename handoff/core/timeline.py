@@ -324,7 +324,12 @@ class Timeline(Judging):
                         pod.started_event = when
                 elif reason not in ROUTINE_REASONS or reason == "BackOff":
                     note_event_waiting(pod, facts)
-        if observed > pod.last_change:
+        # After a deletion request only the kubelet's events are news of the pod (judge:
+        # kubelet-silent): the scheduler writes Scheduled asynchronously, and on v1.20.2
+        # it was seen arriving after a delete made the moment the pod was bound.
+        if observed > pod.last_change and (
+            pod.deletion_requested is None or facts.component == KUBELET
+        ):
             pod.last_change = observed
         return pod
 

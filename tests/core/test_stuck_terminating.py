@@ -14,7 +14,7 @@ import pytest
 from handoff.core import verdicts as v
 from handoff.core.trace import parse_time
 from handoff.offline.triage import fold_trace
-from tests.core.k8sshapes import Script, node, pod, running_status
+from tests.core.k8sshapes import Script, core_event, node, pod, running_status
 
 TRACE = Path(__file__).parents[1] / "data" / "traces" / "stuck-terminating.jsonl"
 TRACE_T0 = parse_time("2026-03-01T09:00:00Z")  # its time 0 (written with k8sshapes)
@@ -38,6 +38,33 @@ def test_a_deletion_is_stuck_only_past_its_grace_period_and_the_margin():
     late = script.view("web-1", at=191)
     assert (late["verdict"], late["reason"]) == ("stuck-terminating", "kubelet-silent")
     assert "Do not `--force` yet" in late["explanation"]
+
+
+def test_the_schedulers_late_scheduled_event_is_no_news_from_the_kubelet():
+    # Seen on v1.20.2: deleted the moment it was bound, the pod's Scheduled event (the
+    # scheduler records it asynchronously) was observed after the deletion request.
+    script = Script().add(0, "ADDED", node("worker-1", -1e5))
+    script.add(10, "ADDED", pod("web-1", "u-web-1", 10, "worker-1", {"phase": "Pending"}))
+    script.add(10.2, "MODIFIED", pod("web-1", "u-web-1", 10, "worker-1", {"phase": "Pending"}, 40))
+    scheduled = core_event(
+        "web-1", "u-web-1", "Scheduled", "Successfully assigned default/web-1 to worker-1",
+        10, component="default-scheduler",
+    )  # fmt: skip
+    script.add(10.4, "ADDED", scheduled)
+
+    late = script.view("web-1", at=200)
+
+    assert (late["verdict"], late["reason"]) == ("stuck-terminating", "kubelet-silent")
+
+
+def test_a_kubelet_event_after_the_request_is_a_kubelet_at_work():
+    script = _deleting()
+    killing = core_event(
+        "web-1", "u-web-1", "Killing", "Stopping container web", 101, host="worker-1"
+    )
+    script.add(101, "ADDED", killing)
+
+    assert script.view("web-1", at=300)["reason"] == "terminating"
 
 
 def test_a_deletion_that_finishes_is_never_stuck():
