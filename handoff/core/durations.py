@@ -144,18 +144,22 @@ def summarise(
     """{duration: {p50, p90, p99, count, not_observed}}: percentiles over the ``count``
     pods measured (None without any); ``not_observed`` pods reached the end milestone
     but have no figure (``measure``) and are left out of the percentiles."""
-    summary: dict[str, dict[str, Any]] = {}
     unobserved = unobserved or {}
-    for name, _start, _end in DURATIONS:
-        values = sorted(samples.get(name, ()))
-        if values:
-            summary[name] = {
-                "p50": percentile(values, 0.50),
-                "p90": percentile(values, 0.90),
-                "p99": percentile(values, 0.99),
-                "count": len(values),
-            }
-        else:
-            summary[name] = {"p50": None, "p90": None, "p99": None, "count": 0}
-        summary[name]["not_observed"] = unobserved.get(name, 0)
-    return summary
+    return {
+        name: one_summary(sorted(samples.get(name, ())), unobserved.get(name, 0))
+        for name, _start, _end in DURATIONS
+    }
+
+
+def one_summary(values: Sequence[float], not_observed: int) -> dict[str, Any]:
+    """One duration's entry of ``summarise``: ``values`` in order (a sorted list, or any
+    sequence whose ``percentile`` reads them in order)."""
+    if not len(values):
+        return {"p50": None, "p90": None, "p99": None, "count": 0, "not_observed": not_observed}
+    return {
+        "p50": percentile(values, 0.50),
+        "p90": percentile(values, 0.90),
+        "p99": percentile(values, 0.99),
+        "count": len(values),
+        "not_observed": not_observed,
+    }

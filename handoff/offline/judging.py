@@ -30,7 +30,7 @@ from itertools import chain
 from operator import is_not, itemgetter
 from typing import Any
 
-from handoff.core.durations import add_samples, new_samples, percentile
+from handoff.core.durations import add_samples, new_samples, one_summary
 from handoff.core.gcpause import paused_gc
 from handoff.core.owners import LOOP_VERDICTS, OwnerBook
 from handoff.core.podstate import NodeState, PodState
@@ -264,20 +264,13 @@ class SteadyJudging:
             unobserved.update(missed)
         removed = _columns(gone)
         added = _columns(new)
-        summary: dict[str, dict[str, Any]] = {}
-        for name in _NAMES:
-            values = _Merged(steady.samples[name], removed[name], added[name])
-            if len(values):
-                summary[name] = {
-                    "p50": percentile(values, 0.50),
-                    "p90": percentile(values, 0.90),
-                    "p99": percentile(values, 0.99),
-                    "count": len(values),
-                }
-            else:
-                summary[name] = {"p50": None, "p90": None, "p99": None, "count": 0}
-            summary[name]["not_observed"] = unobserved.get(name, 0)
-        return summary
+        return {
+            name: one_summary(
+                _Merged(steady.samples[name], removed[name], added[name]),
+                unobserved.get(name, 0),
+            )
+            for name in _NAMES
+        }
 
     def _steady_samples(self, steady: Steady) -> tuple[dict[str, list[float]], Counter[str]]:
         """Once per slot, at its first request: the steady pods' samples, from each frozen
