@@ -64,7 +64,11 @@ class ReplayState:
         # checkpoints[i] is the state after the first i * every events.
         self.checkpoints: list[Checkpoint] = []
         self.steady: list[Steady] = []  # per checkpoint (offline/judging.py)
-        durations: dict[int, Durations] = {}  # of the frozen pods, by id
+        # The durations of the checkpoints' steady pods, by the frozen pod's id: worked
+        # out while loading; those pods live as long as the state, so their ids are
+        # theirs alone (what the replay's fleet page caches by, webui/detail/replayed.py).
+        self.frozen_durations: dict[int, Durations] = {}
+        durations = self.frozen_durations
         self._chain = SteadyChain(stuck_after, durations)
         self._judging = SteadyJudging(stuck_after, durations)
         self._lock = threading.RLock()

@@ -54,9 +54,7 @@ def distribution(values: list[float], unobserved: int = 0) -> dict[str, Any]:
     n = len(values)
     if not n:
         return _empty(unobserved)
-    kept = Histogram()
-    for x in values:
-        kept.add(x)
+    kept = Histogram.of_sorted(values)
     return {
         "count": n,
         "not_observed": unobserved,
@@ -166,6 +164,11 @@ class Fleet:
 
     def result(self, evaluated_at: str | None) -> dict[str, Any]:
         chosen = [row for _, _, row in sorted(self.recent, key=lambda i: i[:2])]
+        return self.answer(evaluated_at, [_lane(row) for row in chosen])
+
+    def answer(self, evaluated_at: str | None, lanes: list[list[Any]]) -> dict[str, Any]:
+        """The page's data, with the swimlane's ``lanes`` (``_lane`` of each chosen pod,
+        oldest first) given: ``result``'s, or a replay's made without rows."""
         nodes, more = rank_nodes(self.pods, self.failures)
         p90 = {
             node: {name: _p90(self.latency.get(node, {}).get(name, [])) for name in HEATMAP_LATENCY}
@@ -181,7 +184,7 @@ class Fleet:
                 for name in FLEET_DURATIONS
             },
             "heatmap": heatmap(self.pods, self.failures, p90, nodes, more),
-            "swimlane": swimlane([_lane(row) for row in chosen], self.total - len(chosen)),
+            "swimlane": swimlane(lanes, self.total - len(lanes)),
         }
 
 
@@ -279,11 +282,12 @@ def swimlane(chosen: list[list[Any]], left_out: int) -> dict[str, Any]:
     lanes = []
     for lane, (namespace, name, uid, verdict, flat) in enumerate(chosen):
         lanes.append([namespace, name, uid, verdict])
-        for i in range(0, len(flat), 3):
-            stage = bars.get(flat[i])
+        triples = iter(flat)
+        for stage_name, start, end in zip(triples, triples, triples, strict=True):
+            stage = bars.get(stage_name)
             if stage is None:
-                stage = bars[flat[i]] = []
-            stage.append([lane, flat[i + 1] - base, flat[i + 2] - base])
+                stage = bars[stage_name] = []
+            stage.append([lane, start - base, end - base])
     return {"base_ms": base, "lanes": lanes, "bars": bars, "left_out": left_out}
 
 

@@ -27,6 +27,7 @@ from handoff.interop.importers import open_events
 from handoff.offline.replay import EmptyTrace, ReplayState
 from webui import clusterdata
 from webui.api import Refused
+from webui.detail import replayed
 
 FILE_PREFIX = "f-"
 UPLOAD_PREFIX = "u-"
@@ -226,5 +227,6 @@ def load(trace: TraceFile) -> ReplayState:
             state = _loaded.get(key)
         if state is None:
             state = read_state(trace.path)
+            replayed.known(state)  # what the fleet page takes from every frozen pod
             _remember(trace, state)
     return state

@@ -23,8 +23,9 @@ from handoff.live import answers
 from webui.api import api
 from webui.demo import is_demo_user
 from webui.detail import traces
-from webui.detail.fleet import SWIMLANE_LIMIT, fleet_digest, kept_fleet
-from webui.detail.nodes import kept, nodes_digest
+from webui.detail.fleet import SWIMLANE_LIMIT, kept_fleet
+from webui.detail.nodes import kept
+from webui.detail.replayed import fleet_at, nodes_at
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource
 from webui.detail.traces import TraceFile, TraceRejected
 from webui.jsonbody import Encoded, encode
@@ -194,14 +195,14 @@ def api_replay_pod(request: HttpRequest, trace_id: str, namespace: str, name: st
 @api
 def api_replay_nodes(request: HttpRequest, trace_id: str) -> dict[str, Any]:
     with _replay(trace_id, request) as source:
-        return nodes_digest(source.rows(), source.nodes(), source.evaluated_at)
+        return nodes_at(source)
 
 
 @api
 def api_replay_fleet(request: HttpRequest, trace_id: str) -> dict[str, Any]:
     limit = _limit(request, SWIMLANE_LIMIT, 2 * SWIMLANE_LIMIT)
     with _replay(trace_id, request) as source:
-        return fleet_digest(source.rows(), source.evaluated_at, limit)
+        return fleet_at(source, limit)
 
 
 # --------------------------------------------------------------------- pages

@@ -8,8 +8,9 @@ copies the stored views up to --pods, then times (median of 5) what the fleet, n
 pod endpoints do per request, and what the replay does: fold a --replay-pods trace once
 with checkpoints, then at --replay-times random times: the seek, the board's two
 requests (summary and first page) now and as they were before one judging pass served
-both (alternated), and a pod page; p50 and p99 of each, wall and CPU time (on a shared
-machine the CPU time is the steadier figure).
+both (alternated), a pod page, and the fleet and nodes answers now (``replayed``) and as
+they were before, a row per pod (alternated); p50 and p99 of each, wall and CPU time (on
+a shared machine the CPU time is the steadier figure).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ from handoff.live import store  # noqa: E402
 from handoff.offline.replay import ReplayState  # noqa: E402
 from tests.conftest import start_redis, stop  # noqa: E402
 from tests.webui.detail.tracedata import fold_into_redis, many_pods_trace  # noqa: E402
-from webui.detail.fleet import Fleet  # noqa: E402
-from webui.detail.nodes import Nodes, kept  # noqa: E402
+from webui.detail import replayed  # noqa: E402
+from webui.detail.fleet import SWIMLANE_LIMIT, Fleet, fleet_digest  # noqa: E402
+from webui.detail.nodes import Nodes, kept, nodes_digest  # noqa: E402
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource  # noqa: E402
 
 
@@ -103,18 +105,54 @@ def pod_page(state: ReplayState, at: float, rng: random.Random) -> None:
         source.pod(f"team-{rng.randrange(7)}", f"load-{rng.randrange(1000):05d}", None)
 
 
+def fleet_page(state: ReplayState, at: float) -> None:
+    """What the replay fleet endpoint computes (``api_replay_fleet``)."""
+    with ReplaySource(state, at, 60.0) as source:
+        orjson.dumps(replayed.fleet_at(source, SWIMLANE_LIMIT))
+
+
+def nodes_page(state: ReplayState, at: float) -> None:
+    """What the replay nodes endpoint computes (``api_replay_nodes``)."""
+    with ReplaySource(state, at, 60.0) as source:
+        orjson.dumps(replayed.nodes_at(source))
+
+
+def fleet_before(state: ReplayState, at: float) -> None:
+    """The replay fleet endpoint as it was: a row of every pod, judged again."""
+    with ReplaySource(state, at, 60.0) as source:
+        orjson.dumps(fleet_digest(source.rows(), source.evaluated_at))
+
+
+def nodes_before(state: ReplayState, at: float) -> None:
+    with ReplaySource(state, at, 60.0) as source:
+        orjson.dumps(nodes_digest(source.rows(), source.nodes(), source.evaluated_at))
+
+
 def replay_figures(tmp: Path, pods: int, rounds: int, with_before: bool = True) -> None:
     """p50/p99 of replay requests at ``rounds`` random times, now and before, alternated."""
     path = many_pods_trace(tmp / "replay.jsonl", pods)
     start, cpu = time.perf_counter(), time.process_time()
     state = ReplayState.from_file(path)
     built, built_cpu = time.perf_counter() - start, time.process_time() - cpu
+    start, cpu = time.perf_counter(), time.process_time()
+    replayed.known(state)  # as the trace loader does, right after the fold
+    kept, kept_cpu = time.perf_counter() - start, time.process_time() - cpu
     print(
         f"replay: {len(state.events)} events folded with {len(state.checkpoints)}"
-        f" checkpoints in {built:.1f} s ({built_cpu:.1f} s CPU)"
+        f" checkpoints in {built:.1f} s ({built_cpu:.1f} s CPU); the frozen pods' page"
+        f" facts in {kept:.1f} s ({kept_cpu:.1f} s CPU)"
     )
     rng = random.Random(7)
-    samples: dict[str, list[float]] = {"seek": [], "board": [], "board before": [], "pod": []}
+    samples: dict[str, list[float]] = {
+        "seek": [],
+        "board": [],
+        "board before": [],
+        "fleet before": [],
+        "nodes before": [],
+        "pod": [],
+        "fleet": [],
+        "nodes": [],
+    }
     cpu_samples: dict[str, list[float]] = {name: [] for name in samples}
     for _ in range(rounds):
         at = state.times[rng.randrange(len(state.times))]  # a time in the trace's events
@@ -122,18 +160,24 @@ def replay_figures(tmp: Path, pods: int, rounds: int, with_before: bool = True) 
             ("seek", lambda at=at: state.timeline_at(at)),
             ("board", lambda at=at: board_now(state, at)),
             ("pod", lambda at=at: pod_page(state, at, rng)),
+            ("fleet", lambda at=at: fleet_page(state, at)),
+            ("nodes", lambda at=at: nodes_page(state, at)),
         ]
         first = rng.random() < 0.5  # drawn either way: the same times without "before"
-        before = ("board before", lambda at=at: board_before(state, at))
+        before = [
+            ("board before", lambda at=at: board_before(state, at)),
+            ("fleet before", lambda at=at: fleet_before(state, at)),
+            ("nodes before", lambda at=at: nodes_before(state, at)),
+        ]
         if with_before:  # before and now in either order, both from a fresh seek
-            steps.insert(0 if first else len(steps), before)
+            steps = [*before, *steps] if first else [*steps, *before]
         for name, step in steps:
             state.timeline_at(state.start)  # away, so each one seeks afresh
             started, cpu = time.perf_counter(), time.process_time()
             step()
             samples[name].append((time.perf_counter() - started) * 1000)
             cpu_samples[name].append((time.process_time() - cpu) * 1000)
-            if name == "board before":
+            if name.endswith(" before"):
                 # Its rows of every pod outlive young collections; the full collection
                 # they bring on (the whole trace, about 1.5 s) is its cost, not the next
                 # request's: made here, untimed.
