@@ -71,6 +71,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "webui.timing.ServerTimingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "webui.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
