@@ -11,14 +11,20 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from webui.routing import websocket_urlpatterns  # noqa: E402
+from webui.runtime import settle  # noqa: E402
+from webui.timing import ServerTiming  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": ServerTiming(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
     }
 )
+
+# Last: what is loaded by now lives as long as the process (webui/runtime.py).
+settle(settings.HANDOFF_WEB_GC_THRESHOLD)

@@ -19,7 +19,9 @@ the people: that is what "50 users at once" describes (docs/benchmarks.md).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
+import os
 import random
 import statistics
 import time
@@ -39,6 +41,7 @@ from devtools.bench.latency import (
 )
 from devtools.bench.results import Figure, Results
 from devtools.bench.services import Services
+from devtools.devstack import group_members, start_time
 from handoff.core import viewcodec
 from handoff.live import clusters, store
 
@@ -110,17 +113,22 @@ async def _client(
         page = rng.choice(PAGES)
         paths = rng.choice(requests[page])
         started = time.perf_counter()
+        server: dict[str, float] = {}
         try:
             for path in paths:
                 async with session.get(site + path) as answer:
                     await answer.read()
                     if answer.status != 200:
                         raise RuntimeError(f"HTTP {answer.status} for {path}")
+                    for name, ms in server_timing(answer.headers.get("Server-Timing")).items():
+                        server[name] = server.get(name, 0.0) + ms
         except (aiohttp.ClientError, RuntimeError, TimeoutError) as error:
             out[page]["errors"] += 1
             out[page]["last_error"] = f"{type(error).__name__}: {error}"[:200]
         else:
             out[page]["ms"].append((time.perf_counter() - started) * 1000)
+            for name in SERVER_PARTS:
+                out[page][name].append(server.get(name))
         if think:
             await asyncio.sleep(rng.uniform(*think))
 
@@ -128,10 +136,12 @@ async def _client(
 async def _load(
     site: str, cookie: str, requests: dict[str, list[list[str]]], clients: int, seconds: float,
     think: tuple[float, float] | None,
-) -> dict[str, dict[str, Any]]:  # fmt: skip
+) -> dict[str, Any]:  # fmt: skip
     import aiohttp
 
-    out: dict[str, dict[str, Any]] = {page: {"ms": [], "errors": 0} for page in PAGES}
+    out: dict[str, dict[str, Any]] = {
+        page: {"ms": [], "errors": 0, **{name: [] for name in SERVER_PARTS}} for page in PAGES
+    }
     headers = {"Cookie": f"sessionid={cookie}", "Accept": "text/html,application/json"}
     timeout = aiohttp.ClientTimeout(total=30)
     connector = aiohttp.TCPConnector(limit=clients)
@@ -139,13 +149,44 @@ async def _load(
         headers=headers, timeout=timeout, connector=connector
     ) as session:
         until = time.monotonic() + seconds
+        lags: list[float] = []
+        lag = asyncio.ensure_future(loop_lag(until, lags))
         await asyncio.gather(
             *(
                 _client(session, site, requests, random.Random(n), until, out, think)
                 for n in range(clients)
             )
         )
-    return out
+        await lag
+    return {"pages": out, "loop_lag_ms": lags, "cpu_s": time.process_time()}
+
+
+LAG_TICK = 0.01  # seconds between the load process's looks at its own event loop
+
+
+async def loop_lag(until: float, lags: list[float]) -> None:
+    """How late the load process's event loop wakes a 10 ms sleep, in ms: what the
+    client itself adds to every time it measures."""
+    while time.monotonic() < until:
+        asked = time.perf_counter()
+        await asyncio.sleep(LAG_TICK)
+        lags.append((time.perf_counter() - asked - LAG_TICK) * 1000)
+
+
+SERVER_PARTS = ("app", "queue", "view", "cpu", "runq", "gc")
+
+
+def server_timing(header: str | None) -> dict[str, float]:
+    """``Server-Timing: app;dur=12.3, view;dur=4.0`` as {"app": 12.3, "view": 4.0}."""
+    found: dict[str, float] = {}
+    for entry in (header or "").split(","):
+        name, _, params = entry.strip().partition(";")
+        for param in params.split(";"):
+            key, _, value = param.strip().partition("=")
+            if key == "dur" and name:
+                with contextlib.suppress(ValueError):
+                    found[name] = float(value)
+    return found
 
 
 def _http_clients(
@@ -206,6 +247,52 @@ def summarise(samples: dict[str, Any]) -> dict[str, Any]:
     if samples.get("last_error"):
         summary["last_error"] = samples["last_error"]
     return summary
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1) if ordered else None
+
+
+def server_parts(samples: dict[str, Any]) -> dict[str, Any]:
+    """Where a page's time went: p50/p99 of each Server-Timing part (summed over the
+    page's requests) and of ``outside``, the client's time less the server's ``app`` (the
+    socket's accept queue, Daphne's parsing and writing, the load process's own lag)."""
+    timed = [
+        (ms, {name: samples[name][i] for name in SERVER_PARTS})
+        for i, ms in enumerate(samples["ms"])
+        if samples["app"][i] is not None
+    ]
+    parts: dict[str, Any] = {"timed": len(timed)}
+    if not timed:
+        return parts
+    columns = {name: [p[name] or 0.0 for _, p in timed] for name in SERVER_PARTS}
+    columns["outside"] = [ms - p["app"] for ms, p in timed]
+    for name, values in columns.items():
+        parts[f"{name}_p50_ms"] = _quantile(values, 0.5)
+        parts[f"{name}_p99_ms"] = _quantile(values, 0.99)
+    return parts
+
+
+def tail_parts(http: dict[str, Any], share: float = 0.05) -> dict[str, Any]:
+    """The slowest ``share`` of all pages' samples together: their median client time
+    and the median of each part, so a tail reads as queue, view, gc or outside."""
+    rows = []
+    for page in PAGES:
+        samples = http[page]
+        for i, ms in enumerate(samples["ms"]):
+            if samples["app"][i] is not None:
+                parts = {name: samples[name][i] or 0.0 for name in SERVER_PARTS}
+                rows.append((ms, {**parts, "outside": ms - parts["app"]}))
+    rows.sort(key=lambda row: row[0])
+    slowest = rows[int(len(rows) * (1 - share)) :]
+    if not slowest:
+        return {"n": 0}
+    tail = {"n": len(slowest), "share": share}
+    tail["ms_p50"] = round(statistics.median(ms for ms, _ in slowest), 1)
+    for name in (*SERVER_PARTS, "outside"):
+        tail[f"{name}_p50_ms"] = round(statistics.median(p[name] for _, p in slowest), 1)
+    return tail
 
 
 def ws_latency(
@@ -275,8 +362,9 @@ def run_pages(
         target=_feed, args=(url, rate, 2 * seconds + 5, str(work / "pages-sent.json"))
     )
     feed.start()  # for both phases and the few seconds starting their processes takes
-    closed = _phase_run(context, site, cookie, requests, clients, seconds, None, client, work)
-    people = _phase_run(context, site, cookie, requests, clients, seconds, think, client, work)
+    cpu = _CPU(services, {"feeder": feed.pid, "subscribers": subs.pid})
+    closed = _phase_run(context, site, cookie, requests, clients, seconds, None, client, cpu)
+    people = _phase_run(context, site, cookie, requests, clients, seconds, think, client, cpu)
     feed.join()
     caught_up(client, LATENCY_CLUSTER, timeout=60)
     time.sleep(1.0)  # the last fed pods through Daphne
@@ -306,16 +394,86 @@ def run_pages(
     return result
 
 
+SLOWLOG_MAX = 1000  # entries read back; Redis keeps slowlog-max-len (128 by default)
+
+
+def redis_slow(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Redis's own slow log over a phase (commands that ran ≥ slowlog-log-slower-than,
+    10 ms by default): while one runs, every other client of that Redis waits."""
+    by_command: dict[str, float] = {}
+    for entry in entries:
+        name = _command(entry["command"]).split(" ", 1)[0].upper()
+        by_command[name] = by_command.get(name, 0.0) + entry["duration"] / 1000
+    durations = [entry["duration"] / 1000 for entry in entries]
+    slowest = sorted(entries, key=lambda entry: -entry["duration"])[:SLOWEST]
+    return {
+        "n": len(entries),
+        "total_ms": round(sum(durations), 1),
+        "max_ms": round(max(durations, default=0.0), 1),
+        "by_command_ms": {name: round(ms, 1) for name, ms in sorted(by_command.items())},
+        "slowest": [
+            [round(entry["duration"] / 1000, 1), _command(entry["command"])[:SHOWN]]
+            for entry in slowest
+        ],
+    }
+
+
+SLOWEST, SHOWN = 10, 100  # slow log entries kept in the JSON, characters of each
+
+
+def _command(command: bytes | str) -> str:
+    return command.decode("latin-1") if isinstance(command, bytes) else str(command)
+
+
+class _CPU:
+    """CPU time of the bench's services and of its own long-lived children, read from
+    /proc: each one's share of the cores during a phase."""
+
+    def __init__(self, services: Services, children: dict[str, int | None]) -> None:
+        self.services = services
+        self.children = {name: pid for name, pid in children.items() if pid}
+
+    def now(self) -> dict[str, float]:
+        used = {name: self.services.cpu_seconds(name) for name in ("redis", "worker", "daphne")}
+        # The fold's snapshots are written by forked copies that exit: their time is
+        # their parent's children's (cutime, cstime) once reaped.
+        worker = self.services.named["worker"]
+        used["worker_reaped"] = sum(
+            _process_cpu(pid, reaped=True)
+            for pid in group_members(worker.pid, start_time(worker.pid) or 0)
+        )
+        for name, pid in self.children.items():
+            used[name] = _process_cpu(pid)
+        return used
+
+    def cores_since(self, before: dict[str, float], elapsed: float) -> dict[str, float]:
+        after = self.now()
+        return {name: round((after[name] - before[name]) / elapsed, 2) for name in after}
+
+
+def _process_cpu(pid: int, reaped: bool = False) -> float:
+    """utime + stime of ``pid``, or with ``reaped`` those of its children it has waited
+    for (cutime + cstime)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    first = 13 if reaped else 11
+    return (int(fields[first]) + int(fields[first + 1])) / os.sysconf("SC_CLK_TCK")
+
+
 def _phase_run(
     context: Any, site: str, cookie: str, requests: dict, clients: int, seconds: float,
-    think: tuple[float, float] | None, client: redis.Redis, work: Path,
+    think: tuple[float, float] | None, client: redis.Redis, cpu: _CPU,
 ) -> dict[str, Any]:  # fmt: skip
     """One client model for ``seconds`` while the feed runs: its pages, pages served per
     second, ingest held, and its wall-clock window (for the websocket frames fed in it)."""
     name = "people" if think else "closed"
-    out = work / f"pages-http-{name}.json"
+    out = cpu.services.workdir / f"pages-http-{name}.json"
     folded_before = int(client.hlen(store.pods_key(LATENCY_CLUSTER)))
     began, started = time.time(), time.monotonic()
+    used = cpu.now()
+    client.slowlog_reset()
     load = context.Process(
         target=_http_clients, args=(site, cookie, requests, clients, seconds, str(out), think)
     )
@@ -323,10 +481,23 @@ def _phase_run(
     load.join()
     elapsed = time.monotonic() - started
     if load.exitcode != 0:
-        raise RuntimeError(f"a load process failed; see {work}")
+        raise RuntimeError(f"a load process failed; see {cpu.services.workdir}")
+    cores = cpu.cores_since(used, elapsed)
     folded = int(client.hlen(store.pods_key(LATENCY_CLUSTER))) - folded_before
-    http = orjson.loads(out.read_bytes())
-    result: dict[str, Any] = {page: summarise(http[page]) for page in PAGES}
+    load_out = orjson.loads(out.read_bytes())
+    http = load_out["pages"]
+    result: dict[str, Any] = {
+        page: {**summarise(http[page]), "server": server_parts(http[page])} for page in PAGES
+    }
+    result["tail"] = tail_parts(http)
+    result["redis_slow"] = redis_slow(client.slowlog_get(SLOWLOG_MAX))
+    cores["load"] = round(load_out["cpu_s"] / elapsed, 2)
+    result["cpu_cores"] = cores
+    lags = load_out["loop_lag_ms"]
+    result["client_loop_lag"] = {
+        "p50_ms": _quantile(lags, 0.5), "p99_ms": _quantile(lags, 0.99),
+        "max_ms": _quantile(lags, 1.0),
+    }  # fmt: skip
     result["pages_per_s"] = round(sum(len(http[page]["ms"]) for page in PAGES) / elapsed, 1)
     result["ingest_events_per_s"] = round(folded / elapsed)
     result["window"] = (began, time.time())
@@ -366,6 +537,20 @@ def run_pages_benchmarks(results: Results, services: Services, seconds: float) -
                 f"{ws['missing']} frames missing; {how}",
             )
         )
+        tail = phase["tail"]
+        if tail["n"]:
+            results.add(
+                Figure(
+                    f"{label}: the slowest 5 % of pages, where the time went",
+                    tail["ms_p50"],
+                    "ms median",
+                    note=", ".join(
+                        f"{name} {tail[f'{name}_p50_ms']}"
+                        for name in ("queue", "view", "cpu", "runq", "gc", "outside")
+                    )
+                    + f" ms (medians over {tail['n']} loads; Server-Timing); {how}",
+                )
+            )
         held = phase["ingest_events_per_s"]
         results.add(
             Figure(

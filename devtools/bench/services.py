@@ -42,7 +42,7 @@ class Services:
             data = self.workdir / "redis"
             data.mkdir(parents=True, exist_ok=True)
             argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data)]
-            argv += ["--save", "", "--appendonly", "no"]
+            argv += ["--save", "", "--appendonly", "no", "--slowlog-max-len", "1000"]
             self._spawn(argv, "redis")
             self._wait(lambda: port_open(port), "redis-server")
             self._redis_url = f"redis://127.0.0.1:{port}/0"

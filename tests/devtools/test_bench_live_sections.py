@@ -87,6 +87,17 @@ def test_the_pages_section_loads_every_page_while_ingest_runs(services):
     assert 0 < result["people"]["pages_per_s"] < result["pages_per_s"]
     assert result["people"]["think_s"] == [0.05, 0.2]
     assert result["web_processes"] >= 1
+    # Every sample tells where its time went (the web's Server-Timing), and the phase what
+    # the processes used and how late the load process's own loop ran.
+    for phase in (result, result["people"]):
+        for page in pages.PAGES:
+            server = phase[page]["server"]
+            assert server["timed"] == phase[page]["n"], (page, server)
+            assert 0 < server["view_p50_ms"] <= server["app_p50_ms"], (page, server)
+        assert phase["tail"]["n"] > 0
+        assert phase["cpu_cores"]["daphne"] > 0
+        assert phase["cpu_cores"]["worker"] > 0
+        assert phase["client_loop_lag"]["p99_ms"] is not None
     # Every fed pod reached both subscribers, and the fold kept up with the feed.
     for phase in (result, result["people"]):
         assert phase["ws"]["missing"] == 0

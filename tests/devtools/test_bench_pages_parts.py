@@ -1,0 +1,64 @@
+"""The pages bench's breakdown of a page's time (devtools/bench/pages.py): the web's
+Server-Timing header read, summed per page and summarised, on made-up samples."""
+
+from __future__ import annotations
+
+from devtools.bench import pages
+
+
+def test_server_timing_reads_every_named_duration():
+    header = "queue;dur=1.5, view;dur=12.0, cpu;dur=3, runq;dur=0.2, gc;dur=0.0, app;dur=14.1"
+    assert pages.server_timing(header) == {
+        "queue": 1.5, "view": 12.0, "cpu": 3.0, "runq": 0.2, "gc": 0.0, "app": 14.1,
+    }  # fmt: skip
+    assert pages.server_timing('cache;desc="hit", app;dur=oops, db;dur=2') == {"db": 2.0}
+    assert pages.server_timing(None) == {}
+
+
+def _samples(rows: list[tuple[float, float | None, float]]) -> dict:
+    """(client ms, app ms or None when the answer had no header, gc ms) per sample."""
+    samples: dict = {"ms": [], "errors": 0, **{name: [] for name in pages.SERVER_PARTS}}
+    for ms, app, gc in rows:
+        samples["ms"].append(ms)
+        for name in pages.SERVER_PARTS:
+            samples[name].append(None if app is None else 0.0)
+        if app is not None:
+            samples["app"][-1], samples["view"][-1], samples["gc"][-1] = app, app - 1, gc
+    return samples
+
+
+def test_server_parts_tell_the_server_from_what_lies_outside_it():
+    parts = pages.server_parts(_samples([(10.0, 8.0, 0.0)] * 99 + [(900.0, 100.0, 90.0)]))
+    assert parts["timed"] == 100
+    assert parts["app_p50_ms"] == 8.0
+    assert parts["app_p99_ms"] == 100.0
+    # The slowest sample spent 800 ms outside the web process: client or socket queue.
+    assert parts["outside_p50_ms"] == 2.0
+    assert parts["outside_p99_ms"] == 800.0
+    assert parts["gc_p99_ms"] == 90.0
+    assert pages.server_parts(_samples([(10.0, None, 0.0)])) == {"timed": 0}
+
+
+def test_the_tail_is_the_slowest_share_of_every_page_together():
+    http = {page: _samples([(10.0, 9.0, 0.0)] * 19) for page in pages.PAGES}
+    http["fleet"] = _samples([(10.0, 9.0, 0.0)] * 19 + [(500.0, 450.0, 400.0)] * 6)
+    tail = pages.tail_parts(http, share=0.05)
+    assert tail["n"] == 6  # 5 % of 120 samples: the six slow fleet loads
+    assert tail["ms_p50"] == 500.0
+    assert tail["gc_p50_ms"] == 400.0
+    assert tail["outside_p50_ms"] == 50.0
+
+
+def test_the_redis_slow_log_is_summed_per_command_with_the_slowest_kept():
+    entries = [
+        {"duration": 12_000, "command": b"EVAL local x = 1 0"},
+        {"duration": 30_500, "command": b"EVAL local y = 2 0"},
+        {"duration": 10_000, "command": b"hget handoff:c:pods uid"},
+    ]
+    slow = pages.redis_slow(entries)
+    assert slow["n"] == 3
+    assert slow["total_ms"] == 52.5
+    assert slow["max_ms"] == 30.5
+    assert slow["by_command_ms"] == {"EVAL": 42.5, "HGET": 10.0}
+    assert slow["slowest"][0] == [30.5, "EVAL local y = 2 0"]
+    assert pages.redis_slow([])["max_ms"] == 0.0

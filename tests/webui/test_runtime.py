@@ -1,0 +1,40 @@
+"""A web process freezes its loaded application out of the garbage collector and raises
+the young threshold (webui/runtime.py), as HANDOFF_WEB_GC_THRESHOLD says; 0 leaves
+Python's collector as it is. Checked in a fresh interpreter that loads the ASGI
+application as Daphne does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = "import gc, handoff.asgi; print(gc.get_threshold()[0], gc.get_freeze_count())"
+
+
+def _loaded(threshold: str | None) -> tuple[int, int]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "handoff.settings"}
+    env.pop("HANDOFF_WEB_GC_THRESHOLD", None)
+    if threshold is not None:
+        env["HANDOFF_WEB_GC_THRESHOLD"] = threshold
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
+        check=True, timeout=120,
+    ).stdout  # fmt: skip
+    young, frozen = out.split()[-2:]
+    return int(young), int(frozen)
+
+
+@pytest.mark.parametrize(("setting", "young"), [(None, 50_000), ("20000", 20_000)])
+def test_the_web_process_freezes_its_application_and_raises_the_threshold(setting, young):
+    threshold, frozen = _loaded(setting)
+    assert threshold == young
+    assert frozen > 10_000  # Django, the modules, the URLconf: the loaded application
+
+
+def test_zero_leaves_pythons_collector_alone():
+    assert _loaded("0") == (700, 0)

@@ -1,0 +1,26 @@
+"""The garbage collector's settings in a web process (Daphne), chosen for short pauses.
+
+Python's defaults (a young collection every 700 net new container objects) promote the
+objects a page holds while it is built (decoded views, rows, the websocket messages being
+sent) into the old generation, and a full collection then walks the whole heap: in the
+pages bench each web process ran 20-30 full collections a minute of 70-500 ms each,
+stopping every request and websocket of that process (docs/benchmarks.md). Freezing what
+exists once the application is loaded (Django, the modules: ~100,000 objects that live as
+long as the process) takes it out of every later collection, and a higher young threshold
+lets a page's objects be freed by reference counting before a collection promotes them.
+"""
+
+from __future__ import annotations
+
+import gc
+
+
+def settle(gc_threshold: int) -> None:
+    """Freeze the loaded application and set the young generation's threshold; 0 leaves
+    Python's collector as it is."""
+    if gc_threshold <= 0:
+        return
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(gc_threshold, middle, old)
