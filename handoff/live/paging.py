@@ -243,9 +243,11 @@ def _search(
     client: redis.Redis, cluster: str, flt: PodFilter, after: Cursor | None, limit: int
 ) -> tuple[list[tuple[float, str]], bool]:
     """Free text from the fold's name index (``live/search``), never a scan: the rarest
-    trigrams' postings give the candidates. Few: their names are checked and only the
-    matches ordered. Many (a namespace, a common word): the triage order is walked and
-    each chunk's names checked, which finds a page of a broad match in a few chunks."""
+    trigrams' postings give the candidates. Few: they are put in triage order by their
+    rank scores, and only the best are resolved and their names checked until the page
+    is full. Many (a namespace of a large cluster, a common word): the triage order is
+    walked and each chunk's names checked, which finds a page of a broad match in a few
+    chunks."""
     text = flt.q.casefold()
     try:
         found = search.candidates(client, cluster, text)
@@ -255,6 +257,67 @@ def _search(
         walked = _walk(client, cluster, flt, after, limit, _named(client, cluster, text, found))
         if walked is not None:
             return walked
+    if not search.current(client, cluster):  # a store the fold has not rebuilt yet
+        return _looked_up(client, cluster, flt, text, found, after, limit)
+    return _ranked(client, cluster, flt, text, found, after, limit)
+
+
+def _ranked(
+    client: redis.Redis,
+    cluster: str,
+    flt: PodFilter,
+    text: str,
+    found: set[int],
+    after: Cursor | None,
+    limit: int,
+) -> tuple[list[tuple[float, str]], bool]:
+    """The candidates in triage order by their rank scores; resolved (uid, name) a
+    chunk at a time, best first, until the page and one more are found. A chunk never
+    splits a score, so ordering each by (score, uid) orders them all."""
+    wanted = _verdict_scores(flt)
+    least = after.score if after is not None else 0.0
+    order = [item for item in search.ranked(client, cluster, found) if item[0] >= least]
+    order = [item for item in order if wanted(item[0])]
+    sets = _filters(cluster, flt)
+    picked: list[tuple[float, str]] = []
+    start, size = 0, limit + 1
+    while start < len(order) and len(picked) <= limit:
+        end = min(start + size, len(order))
+        while end < len(order) and order[end][0] == order[end - 1][0]:
+            end += 1
+        chunk = order[start:end]
+        named = search.resolve(client, cluster, [ordinal for _, ordinal in chunk])
+        matched = sorted(
+            (score, named[o][0]) for score, o in chunk if o in named and text in named[o][1]
+        )
+        if after is not None:
+            matched = [item for item in matched if item > (after.score, after.uid)]
+        picked.extend(_keep(client, matched, sets))
+        start, size = end, size * 2
+    return picked[:limit], len(picked) > limit
+
+
+def _verdict_scores(flt: PodFilter) -> Callable[[float], bool]:
+    """Whether a rank score is one of the filter's verdicts' (of a known verdict when the
+    filter names none), as ``store.verdict_of_score`` tells."""
+    wanted = set(flt.ordered_verdicts())
+    if len(wanted) < len(store.RANKED):
+        return lambda score: store.verdict_of_score(score) in wanted
+    end = store.RANK_SPAN * len(store.RANKED)
+    return lambda score: 0 <= score < end
+
+
+def _looked_up(
+    client: redis.Redis,
+    cluster: str,
+    flt: PodFilter,
+    text: str,
+    found: set[int],
+    after: Cursor | None,
+    limit: int,
+) -> tuple[list[tuple[float, str]], bool]:
+    """Every candidate resolved, with its score from its namespace's index, then
+    ordered: what an index without rank shards (``search.VERSION`` 1) answers."""
     verdicts = set(flt.ordered_verdicts())
     candidates = [
         (score, uid)

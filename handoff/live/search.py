@@ -5,15 +5,25 @@ Each stored pod gets an ordinal (a uint32, never reused) the first time it is wr
 Per trigram of its case-folded ``namespace/name`` the ordinal is appended to a Redis
 string of packed little-endian uint32s (``gram_key``): ordinals only grow, so each
 posting stays sorted, and a flush appends a batch to each trigram it touched. Beside
-them: ``names_key`` (uid -> "<ordinal>\\t<folded namespace/name>") and ``ordinal_key``
-shards of 128 (ordinal -> uid; small hashes Redis stores compactly).
+them: ``names_key`` (uid -> "<ordinal>\\t<folded namespace/name>"), ``ordinal_key``
+shards of 128 (ordinal -> uid; small hashes Redis stores compactly) and ``rank_key``
+shards of 1,024 (each ordinal's rank score, the triage order ``store.rank_score`` gives,
+as a little-endian float64 at 8 x (ordinal mod 1,024)), rewritten when the pod's verdict
+or creation time changes.
 
 A query of three characters or more fetches the sizes of its trigrams' postings, the
-smallest few postings, intersects them, and checks the candidates' names
-(``paging`` orders them). A pod that leaves the store leaves ``names`` and its shard;
-its ordinal stays in the postings until the fold compacts them (``compact``: a posting
-whose dead entries reach a quarter of it is rewritten), and a candidate without a uid
-is no pod. About 4 bytes per trigram and 120 bytes of names per pod.
+smallest few postings, intersects them, reads the candidates' rank scores in one script
+(``ranked``: a read per rank shard, not per candidate), and ``paging`` resolves only the
+best-ranked candidates to uids and names (``resolve``), checking each name, until a page
+is full. A pod that leaves the store leaves ``names`` and its shard (and a rank shard
+whose ordinals are all gone goes too); its ordinal stays in the postings until the fold
+compacts them (``compact``: a posting whose dead entries reach a quarter of it is
+rewritten), and a candidate without a uid is no pod. About 4 bytes per trigram, 120
+bytes of names and 8 of rank per pod.
+
+``version_key`` holds VERSION: a store whose index another layout wrote (an upgrade
+keeping Redis's data) is rebuilt by the fold's restore (``present`` is false), and until
+then queries order their candidates the old way (``lookup``), which that layout answers.
 """
 
 from __future__ import annotations
@@ -28,7 +38,10 @@ import redis
 from handoff.live import store
 
 GRAM = 3
+VERSION = 2  # 2: the rank shards
 SHARD_BITS = 7  # ordinals per ordinal_key shard: 128, within Redis's compact hash size
+RANK_BITS = 10  # ordinals per rank_key shard: 1,024 scores, 8 KB
+SLOT = 8  # bytes of one rank score
 FETCHED = 3  # postings fetched at most per query: the smallest ones
 COMPACT_AT = 64  # dead entries a posting must have (and a quarter of it) to be rewritten
 
@@ -51,6 +64,19 @@ def ordinal_key(cluster: str, ordinal: int) -> str:
 
 def next_key(cluster: str) -> str:
     return store.k(cluster, "sx", "next")
+
+
+def rank_key(cluster: str, ordinal: int) -> str:
+    return store.k(cluster, "sx", "r", str(ordinal >> RANK_BITS))
+
+
+def version_key(cluster: str) -> str:
+    return store.k(cluster, "sx", "version")
+
+
+def current(client: redis.Redis, cluster: str) -> bool:
+    """The stored index has this module's layout (the rank shards among it)."""
+    return client.get(version_key(cluster)) == str(VERSION).encode()
 
 
 def fold(namespace: str, name: str) -> str:
@@ -87,6 +113,45 @@ for i = 2, #ARGV, 2 do
 end
 """
 
+# ARGV: the names hash, the rank shards' key prefix, then (uid, packed score) pairs: each
+# indexed pod's slot rewritten (its ordinal from its names entry).
+_RESCORE = """
+for i = 3, #ARGV, 2 do
+  local entry = redis.call('hget', ARGV[1], ARGV[i])
+  if entry then
+    local o = tonumber(string.match(entry, '^(%d+)'))
+    redis.call('setrange', ARGV[2] .. math.floor(o / RANKED), (o % RANKED) * SLOT, ARGV[i + 1])
+  end
+end
+""".replace("RANKED", str(1 << RANK_BITS)).replace("SLOT", str(SLOT))
+
+# ARGV: the ordinal shards' prefix, the rank shards' prefix, then rank shard numbers: a
+# rank shard whose ordinal shards are all gone (every pod of it left) is deleted.
+_SWEEP = """
+for i = 3, #ARGV do
+  local r = tonumber(ARGV[i])
+  local left = 0
+  for s = r * PER, r * PER + PER - 1 do
+    left = left + redis.call('exists', ARGV[1] .. s)
+  end
+  if left == 0 then
+    redis.call('del', ARGV[2] .. r)
+  end
+end
+""".replace("PER", str(1 << (RANK_BITS - SHARD_BITS)))
+
+
+def _scores(scores: list[float]) -> bytes:
+    packed = array("d", scores)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _rank_of(view: dict[str, Any]) -> tuple[str, Any]:
+    """What a pod's rank score is made of (``store.rank_score``'s arguments)."""
+    return view["verdict"], view["milestones"].get("created")
+
 
 class SearchIndex:
     """The fold's writer: ``queue`` a flush's new and removed pods into its pipeline
@@ -98,6 +163,9 @@ class SearchIndex:
         self.cluster = cluster
         self.next: int | None = None  # the next ordinal (read from Redis once)
         self.dead: dict[str, set[int]] = {}  # trigram -> ordinals of pods gone
+        # uid -> what its stored rank score was made of (_rank_of), as this writer wrote
+        # it: a pod's slot is rewritten only when that changes (after a restart, once).
+        self.ranks: dict[str, tuple[str, Any]] = {}
 
     def keys(self) -> list[str]:
         """Every key of the index (a restore that clears the indexes clears it)."""
@@ -105,11 +173,12 @@ class SearchIndex:
         return [key.decode() for key in self.client.scan_iter(match=pattern, count=1000)]
 
     def present(self) -> bool:
-        """Kept for the stored pods (the ordinal counter exists once one is indexed)."""
-        return bool(self.client.exists(next_key(self.cluster)))
+        """Kept for the stored pods in this layout (the version is written with the first
+        pod indexed); else the restore rebuilds it."""
+        return current(self.client, self.cluster)
 
     def forget(self) -> None:
-        self.next, self.dead = 0, {}
+        self.next, self.dead, self.ranks = 0, {}, {}
 
     def queue(
         self,
@@ -118,21 +187,28 @@ class SearchIndex:
         removed: Iterable[str],
         written: dict[str, tuple[str, str, str]],
     ) -> None:
-        """Index the pods written for the first time; unindex the removed ones. A uid's
-        namespace/name never changes in Kubernetes; one whose namespace did (a test's
-        writer, a hand-made trace) is indexed again."""
-        new, moved = [], []
+        """Index the pods written for the first time; unindex the removed ones; rewrite
+        the rank score of the others whose score changed. A uid's namespace/name never
+        changes in Kubernetes; one whose namespace did (a test's writer, a hand-made
+        trace) is indexed again."""
+        new, moved, rescored = [], [], []
         for uid, (view, _) in views.items():
             before = written.get(uid)
             if before is None:
                 new.append((uid, view))
             elif before[1] != view["namespace"]:
                 moved.append((uid, view))
+            elif self.ranks.get(uid) != _rank_of(view):
+                rescored.append((uid, view))
         gone = [uid for uid in removed if uid in written and uid not in views]
+        for uid in gone:
+            self.ranks.pop(uid, None)
         if gone or moved:
             self._drop(pipe, gone + [uid for uid, _ in moved])
         if new or moved:
             self._add(pipe, new + moved)
+        if rescored:
+            self._rescore(pipe, rescored)
 
     def _add(self, pipe: redis.client.Pipeline, new: list[tuple[str, dict[str, Any]]]) -> None:
         if self.next is None:
@@ -140,6 +216,8 @@ class SearchIndex:
         names: dict[str, str] = {}
         shards: dict[str, dict[int, str]] = {}
         postings: dict[str, list[int]] = {}
+        slots: dict[int, list[float]] = {}  # rank shard -> its new pods' scores, in order
+        first = self.next
         for uid, view in new:
             ordinal = self.next
             self.next += 1
@@ -148,6 +226,8 @@ class SearchIndex:
             shards.setdefault(ordinal_key(self.cluster, ordinal), {})[ordinal] = uid
             for gram in trigrams(text):
                 postings.setdefault(gram, []).append(ordinal)
+            rank = self.ranks[uid] = _rank_of(view)
+            slots.setdefault(ordinal >> RANK_BITS, []).append(store.rank_score(*rank))
         pipe.hset(names_key(self.cluster), mapping=names)
         for key, members in shards.items():
             pipe.hset(key, mapping={o & ((1 << SHARD_BITS) - 1): uid for o, uid in members.items()})
@@ -156,19 +236,40 @@ class SearchIndex:
             args += [gram, _pack(ordinals)]
         for start in range(0, len(args), 2000):  # one script call, not a command a trigram
             pipe.eval(_APPEND, 0, gram_key(self.cluster, ""), *args[start : start + 2000])
+        ordinal = first  # new ordinals are consecutive: one SETRANGE per rank shard
+        for shard, scores in slots.items():
+            offset = (ordinal & ((1 << RANK_BITS) - 1)) * SLOT
+            pipe.setrange(rank_key(self.cluster, ordinal), offset, _scores(scores))
+            ordinal = (shard + 1) << RANK_BITS
         pipe.set(next_key(self.cluster), self.next)
+        pipe.set(version_key(self.cluster), VERSION)
+
+    def _rescore(self, pipe: redis.client.Pipeline, pods: list[tuple[str, dict[str, Any]]]) -> None:
+        args: list[Any] = []
+        for uid, view in pods:
+            rank = self.ranks[uid] = _rank_of(view)
+            args += [uid, _scores([store.rank_score(*rank)])]
+        prefix = rank_key(self.cluster, 0)[:-1]
+        for start in range(0, len(args), 2000):
+            chunk = args[start : start + 2000]
+            pipe.eval(_RESCORE, 0, names_key(self.cluster), prefix, *chunk)
 
     def _drop(self, pipe: redis.client.Pipeline, gone: list[str]) -> None:
         raws = self.client.hmget(names_key(self.cluster), gone)
+        swept: set[int] = set()
         for raw in raws:
             if raw is None:
                 continue
             number, _, text = raw.decode().partition("\t")
             ordinal = int(number)
             pipe.hdel(ordinal_key(self.cluster, ordinal), ordinal & ((1 << SHARD_BITS) - 1))
+            swept.add(ordinal >> RANK_BITS)
             for gram in trigrams(text):
                 self.dead.setdefault(gram, set()).add(ordinal)
         pipe.hdel(names_key(self.cluster), *gone)
+        if swept:
+            prefixes = ordinal_key(self.cluster, 0)[:-1], rank_key(self.cluster, 0)[:-1]
+            pipe.eval(_SWEEP, 0, *prefixes, *sorted(swept))
 
     def compact(self) -> int:
         """Rewrite the postings whose dead entries reach COMPACT_AT and a quarter of
@@ -261,6 +362,76 @@ def lookup(
         number, _, text = reply[i + 1].decode().partition("\t")
         if int(number) in wanted:
             out[reply[i].decode()] = (text, float(reply[i + 2]) if reply[i + 2] else None)
+    return out
+
+
+# ARGV[1]: the rank shards' key prefix, ARGV[2]: the candidates' ordinals, packed
+# little-endian uint32, ascending (so each rank shard is read once). Returns their rank
+# scores, packed float64 in the same order; all bits set (a NaN) for an ordinal without one.
+_RANKED = """
+local prefix, packed = ARGV[1], ARGV[2]
+local out, shard, blob = {}, -1, ''
+for i = 1, #packed - 3, 4 do
+  local o = struct.unpack('<I4', packed, i)
+  local s = math.floor(o / RANKED)
+  if s ~= shard then
+    shard, blob = s, redis.call('get', prefix .. s) or ''
+  end
+  local at = (o % RANKED) * SLOT + 1
+  local slot = string.sub(blob, at, at + SLOT - 1)
+  if #slot < SLOT then slot = string.rep('\\255', SLOT) end
+  out[#out + 1] = slot
+end
+return table.concat(out)
+""".replace("RANKED", str(1 << RANK_BITS)).replace("SLOT", str(SLOT))
+
+
+def ranked(client: redis.Redis, cluster: str, ordinals: Iterable[int]) -> list[tuple[float, int]]:
+    """(rank score, ordinal) of the candidates, ascending: the triage order, read from
+    the rank shards in one script without resolving any candidate. An ordinal without a
+    score (no pod) is left out."""
+    ordered = sorted(ordinals)
+    if not ordered:
+        return []
+    raw = client.eval(_RANKED, 0, rank_key(cluster, 0)[:-1], _pack(ordered))
+    scores = array("d")
+    scores.frombytes(raw)
+    if sys.byteorder != "little":
+        scores.byteswap()
+    pairs = [(score, o) for score, o in zip(scores, ordered, strict=True) if score == score]
+    pairs.sort()
+    return pairs
+
+
+# KEYS[1]: the names hash. ARGV[1]: the ordinal shards' key prefix, then ordinals. For
+# each: its uid and names entry, or two empty strings (no pod).
+_RESOLVE = """
+local out = {}
+for i = 2, #ARGV do
+  local o = tonumber(ARGV[i])
+  local uid = redis.call('hget', ARGV[1] .. math.floor(o / SHARD), o % SHARD)
+  local entry = uid and redis.call('hget', KEYS[1], uid)
+  out[#out + 1] = entry and uid or ''
+  out[#out + 1] = entry or ''
+end
+return out
+""".replace("SHARD", str(1 << SHARD_BITS))
+
+
+def resolve(client: redis.Redis, cluster: str, ordinals: list[int]) -> dict[int, tuple[str, str]]:
+    """ordinal -> (uid, folded namespace/name) of the ordinals that are still those pods
+    (a uid whose entry names another ordinal is found by that one)."""
+    if not ordinals:
+        return {}
+    prefix = ordinal_key(cluster, 0)[:-1]
+    reply = client.eval(_RESOLVE, 1, names_key(cluster), prefix, *ordinals)
+    out = {}
+    for i, ordinal in enumerate(ordinals):
+        uid, entry = reply[2 * i], reply[2 * i + 1]
+        if entry:
+            number, _, text = entry.decode().partition("\t")
+            if int(number) == ordinal:
+                out[ordinal] = (uid.decode(), text)
     return out
 
 
