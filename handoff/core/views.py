@@ -3,7 +3,7 @@ milestones, stage bars, events, changes in words), and the order pods are listed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -27,11 +27,23 @@ from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
 
 
-@lru_cache(maxsize=1 << 12)
-def iso(value: float | None) -> str | None:
-    # The same instants recur in a pod's milestones, stages and changes: a cache
-    # that spans a few pods catches them; one spanning every pod only costs memory.
-    return None if value is None else format_time(value)
+class _Instants(dict[float | None, str | None]):
+    """Instants already written in RFC 3339. The same instants recur in a pod's
+    milestones, stages and changes: a cache that spans a few pods catches them; one
+    spanning every pod only costs memory, so it starts again when full. A dict read
+    (``__missing__`` on a miss) costs less than an ``lru_cache`` hit on a float."""
+
+    def __missing__(self, value: float | None) -> str | None:
+        if len(self) >= _INSTANTS_KEPT:
+            self.clear()
+        text = None if value is None else format_time(value)
+        self[value] = text
+        return text
+
+
+_INSTANTS_KEPT = 1 << 12
+iso: Callable[[float | None], str | None] = _Instants().__getitem__
+"""An instant (epoch seconds) in RFC 3339 (``trace.format_time``), None for None."""
 
 
 def pod_view(
