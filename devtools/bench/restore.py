@@ -80,7 +80,7 @@ def build_crashed_store(
     old = None
     if earlier is not None and earlier > flushed_after:
         worker.snapshot()
-        old = client.get(store.snapshot_key(CLUSTER))
+        old = store.load_snapshot(client, CLUSTER)
         _append(client, lines, earlier - flushed_after)
         _fold_all(worker)
     worker.snapshot()
@@ -108,6 +108,16 @@ def _timed_phases(folder: Folder, spent: dict[str, float]) -> None:
         setattr(folder, name, timed)
 
 
+def _put_snapshot(client: redis.Redis, blob: bytes) -> None:
+    """Store ``blob`` as the snapshot, its cursor left as it is (a put-back, not a save)."""
+    key = store.snapshot_key(CLUSTER)
+    client.delete(key)
+    client.rpush(
+        key,
+        *(blob[i : i + store.SNAPSHOT_PIECE] for i in range(0, len(blob), store.SNAPSHOT_PIECE)),
+    )
+
+
 def _restore(
     client: redis.Redis, crashed: dict[str, str], full: bool, snapshot: bytes | None = None
 ) -> tuple[float, float, int, dict[str, float]]:
@@ -125,8 +135,8 @@ def _restore(
         client.hdel(store.fold_key(CLUSTER), "stored")
     kept = None
     if snapshot is not None:
-        kept = client.get(store.snapshot_key(CLUSTER))
-        client.set(store.snapshot_key(CLUSTER), snapshot)
+        kept = store.load_snapshot(client, CLUSTER)
+        _put_snapshot(client, snapshot)
     written = [0]
     real = store.write_pods
 
@@ -146,7 +156,7 @@ def _restore(
     finally:
         store.write_pods = real  # type: ignore[assignment]
         if kept is not None:
-            client.set(store.snapshot_key(CLUSTER), kept)
+            _put_snapshot(client, kept)
     return seconds, cpu, written[0], spent
 
 

@@ -253,7 +253,7 @@ class Folder(Snapshots):
 
     def _load_snapshot(self) -> Snapshot | None:
         """The stored snapshot, loaded into this worker; None if there is none usable."""
-        raw = self.client.get(store.snapshot_key(self.cluster))
+        raw = store.load_snapshot(self.client, self.cluster)
         if raw is None:
             return None
         try:

@@ -31,7 +31,7 @@ TRACES = Path(__file__).parent.parent / "data" / "traces"
 
 
 def _stored_snapshot(client, cluster: str) -> tuple[str, bytes]:
-    return store.fold_state(client, cluster)["snapshot"], client.get(store.snapshot_key(cluster))
+    return store.fold_state(client, cluster)["snapshot"], store.load_snapshot(client, cluster)
 
 
 def test_the_periodic_snapshot_is_written_by_a_copy_and_then_trims(redis_client):
