@@ -112,10 +112,7 @@ def _put_snapshot(client: redis.Redis, blob: bytes) -> None:
     """Store ``blob`` as the snapshot, its cursor left as it is (a put-back, not a save)."""
     key = store.snapshot_key(CLUSTER)
     client.delete(key)
-    client.rpush(
-        key,
-        *(blob[i : i + store.SNAPSHOT_PIECE] for i in range(0, len(blob), store.SNAPSHOT_PIECE)),
-    )
+    client.rpush(key, *store.snapshot_pieces(blob))
 
 
 def _restore(

@@ -525,14 +525,20 @@ def scratch_key(cluster: str) -> str:
     return f"{snapshot_key(cluster)}:saving:{os.getpid()}"
 
 
+def snapshot_pieces(blob: bytes) -> Iterator[bytes]:
+    """The blob in the pieces a stored snapshot's list holds (one, empty, for no bytes)."""
+    view = memoryview(blob)
+    for start in range(0, max(1, len(blob)), SNAPSHOT_PIECE):
+        yield view[start : start + SNAPSHOT_PIECE].tobytes()
+
+
 def save_snapshot(client: redis.Redis, cluster: str, blob: bytes, cursor: str) -> bool:
     """Store a snapshot covering the stream up to ``cursor``, unless a newer one is there."""
     scratch = scratch_key(cluster)
     client.delete(scratch)
-    view = memoryview(blob)
-    for start in range(0, max(1, len(blob)), SNAPSHOT_PIECE):
+    for piece in snapshot_pieces(blob):
         pipe = client.pipeline(transaction=False)
-        pipe.rpush(scratch, view[start : start + SNAPSHOT_PIECE].tobytes())
+        pipe.rpush(scratch, piece)
         pipe.expire(scratch, SCRATCH_TTL)
         pipe.execute()
     keys = [snapshot_key(cluster), fold_key(cluster), scratch]
