@@ -195,30 +195,57 @@ def _walk(
 def _ranged(
     client: redis.Redis, key: str, low: float, high: float, after: Cursor | None, size: int
 ) -> Iterator[list[tuple[float, str]]]:
-    """(score, uid) of ``key`` in [low, high) after the cursor, in order, chunk by chunk."""
-    if after is not None and low <= after.score < high:
-        # Ties on the cursor's score continue by uid, as Redis orders them.
-        tied = client.zrangebyscore(key, after.score, after.score, withscores=True)
-        rest = [(s, u.decode()) for u, s in tied if u.decode() > after.uid]
-        if rest:
-            yield rest
-        start = f"({after.score!r}"
-    else:
-        start = repr(low)
+    """(score, uid) of ``key`` in [low, high) after the cursor, in order, chunk by chunk.
+    Each chunk starts where the last ended by rank (``_AFTER``), so pods sharing a score
+    (creation times are whole seconds: a scale-up creates hundreds in one) cost a page
+    what any page costs, never a read of every pod of that score."""
+    cursor = (
+        [repr(after.score), after.uid] if after is not None and low <= after.score < high else []
+    )
     while True:
-        rows = client.zrangebyscore(key, start, f"({high!r}", start=0, num=size, withscores=True)
+        reply = client.eval(_AFTER, 1, key, repr(low), repr(high), size, *cursor)
+        rows = [(float(reply[i + 1]), reply[i].decode()) for i in range(0, len(reply), 2)]
         if not rows:
             return
-        yield [(score, uid.decode()) for uid, score in rows]
+        yield rows
         if len(rows) < size:
             return
-        start = f"({rows[-1][1]!r}"
-        # Pods sharing the chunk's last score but not returned yet: fetch them by uid.
-        tied = client.zrangebyscore(key, rows[-1][1], rows[-1][1], withscores=True)
-        last_uid = rows[-1][0]
-        rest = [(s, u.decode()) for u, s in tied if u > last_uid]
-        if rest:
-            yield rest
+        cursor = [repr(rows[-1][0]), rows[-1][1]]
+
+
+# KEYS[1] an index; ARGV low, high (excluded), size, and a cursor's score and uid or none.
+# Up to ``size`` members and scores in the zset's own order (score, then member bytes),
+# from ``low`` or after the cursor, below ``high``. The start is a rank: the cursor's
+# score ties are ranks [ZCOUNT < score, ZCOUNT <= score), searched in halves for the first
+# member after the cursor's uid (compared byte by byte as Redis orders members; Lua's own
+# comparison follows the server's collation locale). A cursor whose pod has gone or moved
+# since is found all the same.
+_AFTER = """
+local key, size = KEYS[1], tonumber(ARGV[3])
+local function after(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+local first
+if ARGV[4] then
+  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[4])
+  local hi = redis.call('ZCOUNT', key, '-inf', ARGV[4])
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if after(redis.call('ZRANGE', key, mid, mid)[1], ARGV[5]) then hi = mid else lo = mid + 1 end
+  end
+  first = lo
+else
+  first = redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[1])
+end
+local stop = math.min(redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[2]), first + size)
+if first >= stop then return {} end
+return redis.call('ZRANGE', key, first, stop - 1, 'WITHSCORES')
+"""
 
 
 def _keep(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from handoff.live import paging, queries, store
@@ -90,6 +92,74 @@ def test_it_continues_past_pods_that_share_a_score(redis_client):
     write(redis_client, "big", views)
     flt = PodFilter()
     assert _all_pages(redis_client, flt, 7) == sorted(views)
+
+
+def _tied(client, count: int) -> dict[str, dict]:
+    """``count`` pods of which most share one score (one verdict, one creation second, as
+    a scale-up makes them), some older and newer around them, on two nodes."""
+    views = make_views(template(client), count, seed=11)
+    for i, view in enumerate(views.values()):
+        view["verdict"] = "stuck"
+        view["node"] = f"node-{i % 2}"
+        second = 0 if i % 10 == 0 else 5 if i % 10 != 9 else 9
+        view["milestones"]["created"] = f"2026-01-01T00:00:0{second}Z"
+    write(client, "big", views)
+    return views
+
+
+def test_it_pages_through_thousands_of_pods_that_share_a_score(redis_client):
+    views = _tied(redis_client, 3000)
+    for flt in (PodFilter(), PodFilter(verdicts=("stuck",)), PodFilter(node="node-1")):
+        assert _all_pages(redis_client, flt, 113) == _expected(views, flt), flt
+
+
+def test_a_page_inside_a_tie_reads_the_page_not_the_tie(redis_client):
+    """A cursor in the middle of 2,700 tied pods: the next page is found by rank (a few
+    one-member reads), never by reading every pod of that score."""
+    views = _tied(redis_client, 3000)
+    order = _expected(views, PodFilter())
+    cursor = None
+    for _ in range(3):  # pages of paging.MAX_LIMIT (500)
+        cursor = paging.pods_page(redis_client, "big", PodFilter(), cursor, 500).next
+    redis_client.config_resetstat()
+    page = paging.pods_page(redis_client, "big", PodFilter(), cursor, 50)
+    assert [pod["uid"] for pod in page.pods] == order[1500:1550]
+    stats = redis_client.info("commandstats")
+    assert "cmdstat_zrangebyscore" not in stats
+    assert stats["cmdstat_zrange"]["calls"] <= 16  # log2(2,700) halvings and the page
+
+
+def test_it_continues_after_a_cursor_whose_pod_left_or_moved(redis_client):
+    views = _tied(redis_client, 400)
+    order = _expected(views, PodFilter())
+    first = paging.pods_page(redis_client, "big", PodFilter(), None, 150)
+    gone = first.next.uid
+    pipe = redis_client.pipeline(transaction=False)
+    store.drop_pods(pipe, "big", [gone], {})
+    pipe.execute()
+    rest = order[150:]
+    seen, cursor = [], first.next
+    while cursor is not None:
+        page = paging.pods_page(redis_client, "big", PodFilter(), cursor, 60)
+        seen += [pod["uid"] for pod in page.pods]
+        cursor = page.next
+    assert seen == rest
+
+
+def test_tied_pods_follow_redis_byte_order_of_uids(redis_client):
+    """Uids that a collation locale would order otherwise ("a-b" / "ab", case, é)."""
+    base = template(redis_client)
+    uids = ["a-b", "ab", "aB", "Ab", "a_b", "a", "ab-", "\u00e9t\u00e9", "e", "z", "Z", "0"]
+    views = {}
+    for uid in uids:
+        view = copy.deepcopy(base)
+        view.update(uid=uid, verdict="stuck", name=f"pod-{uid}")
+        view["milestones"] = {**view["milestones"], "created": "2026-01-01T00:00:00Z"}
+        views[uid] = view
+    write(redis_client, "big", views)
+    expected = sorted(uids, key=lambda u: u.encode())
+    for limit in (1, 2, 5):
+        assert _all_pages(redis_client, PodFilter(), limit) == expected
 
 
 def test_it_moves_a_pod_between_indexes_when_its_verdict_changes(redis_client):
