@@ -114,7 +114,7 @@ def test_it_pages_through_thousands_of_pods_that_share_a_score(redis_client):
 
 
 def test_a_page_inside_a_tie_reads_the_page_not_the_tie(redis_client):
-    """A cursor in the middle of 2,700 tied pods: the next page is found by rank (a few
+    """A cursor in the middle of 2,400 tied pods: the next page is found by rank (a few
     one-member reads), never by reading every pod of that score."""
     views = _tied(redis_client, 3000)
     order = _expected(views, PodFilter())
@@ -126,7 +126,7 @@ def test_a_page_inside_a_tie_reads_the_page_not_the_tie(redis_client):
     assert [pod["uid"] for pod in page.pods] == order[1500:1550]
     stats = redis_client.info("commandstats")
     assert "cmdstat_zrangebyscore" not in stats
-    assert stats["cmdstat_zrange"]["calls"] <= 16  # log2(2,700) halvings and the page
+    assert stats["cmdstat_zrange"]["calls"] <= 16  # log2(2,400) halvings and the page
 
 
 def test_it_continues_after_a_cursor_whose_pod_left_or_moved(redis_client):
