@@ -5,7 +5,8 @@ keys, never the store's data), and rebuilt only when the store has changed.
 Fifty people opening the fleet page in the same second need its 10,000-pod swimlane
 once, not fifty times, and with several Daphne processes (``manage.py serve``) not once
 per process either. Each answer carries the store's version it was built from (the fold's
-``flushed`` stamp, rewritten by every flush) and when it was last known current.
+``flushed`` stamp, rewritten by every flush, and its ``stored`` count, which retention's
+drops between flushes change) and when it was last known current.
 
 Who builds: the answer builder (``pages.builder``, a process ``serve`` starts beside the
 Daphne processes) rebuilds the answers someone asked for in the last WANTED seconds once
@@ -43,8 +44,11 @@ ANSWER_TTL = 120.0  # seconds an answer nobody looks at stays in Redis
 WANTED = 60.0  # seconds after its last viewer the builder stops rebuilding an answer
 BUILDER_TTL = 2.0  # seconds the builder's heartbeat lasts: it renews it every POLL_BUILDER
 # When the answer was last known current (Unix time) and the store's version it was built
-# from (the fold's ``flushed``; 0 for a store no fold flushed), before its bytes.
-_HEADER = struct.Struct("<dd")
+# from (VERSION: the fold's ``flushed`` and ``stored``; 0 for what no fold wrote), before
+# its bytes.
+_HEADER = struct.Struct("<ddd")
+VERSION = ("flushed", "stored")
+Version = tuple[float, float]
 WANTED_KEY = "handoff:answers:wanted"  # "<cluster>\n<kind>" -> when a web last looked
 BUILDER_KEY = "handoff:answers:builder"  # present while an answer builder runs
 
@@ -55,7 +59,7 @@ class Held:
 
     looked_at: float  # time.monotonic() of the process's last look in Redis
     current_at: float
-    version: float
+    version: Version
     body: bytes
 
 
@@ -71,20 +75,22 @@ def wanted_field(cluster: str, kind: str) -> str:
     return f"{cluster}{store.NAME_SEPARATOR}{kind}"
 
 
-def store_version(raw: bytes | None) -> float:
-    """The store's version from the fold's ``flushed`` field (0 when no fold flushed)."""
-    return float(raw) if raw else 0.0
+def store_version(raw: list[bytes | None]) -> Version:
+    """The store's version from the fold's VERSION fields (HMGET), 0 for one missing."""
+    flushed, stored = (float(value) if value else 0.0 for value in raw)
+    return flushed, stored
 
 
-def read_header(raw: bytes | None) -> tuple[float, float] | None:
+def read_header(raw: bytes | None) -> tuple[float, Version] | None:
     """(current at, version) of a stored answer, or None when there is none."""
     if raw is None or len(raw) < _HEADER.size:
         return None
-    return _HEADER.unpack_from(raw)
+    current_at, flushed, stored = _HEADER.unpack_from(raw)
+    return current_at, (flushed, stored)
 
 
-def header(current_at: float, version: float) -> bytes:
-    return _HEADER.pack(current_at, version)
+def header(current_at: float, version: Version) -> bytes:
+    return _HEADER.pack(current_at, *version)
 
 
 def shared(client: redis.Redis, cluster: str, kind: str, make: Callable[[], bytes]) -> bytes:
@@ -99,7 +105,7 @@ def shared(client: redis.Redis, cluster: str, kind: str, make: Callable[[], byte
         return held.body
     pipe = client.pipeline(transaction=False)
     pipe.getrange(key, 0, _HEADER.size - 1)
-    pipe.hget(store.fold_key(cluster), "flushed")
+    pipe.hmget(store.fold_key(cluster), VERSION)
     pipe.exists(BUILDER_KEY)
     pipe.hset(WANTED_KEY, wanted_field(cluster, kind), repr(time.time()))
     pipe.pexpire(key, int(ANSWER_TTL * 1000))
@@ -132,7 +138,7 @@ def _remember(memo_key: tuple[str, str], held: Held) -> None:
         _memo[memo_key] = held
 
 
-def restamp(client: redis.Redis, key: str, current_at: float, version: float) -> float:
+def restamp(client: redis.Redis, key: str, current_at: float, version: Version) -> float:
     """Note that the answer is still current, when that was last noted KEEP / 2 ago, so an
     answer to a store that rests stays young enough to be sent once the store moves on
     (the header only, written in place); when it is now known current."""
@@ -157,13 +163,13 @@ def claim(client: redis.Redis, key: str) -> bool:
 
 def build(
     client: redis.Redis, cluster: str, key: str, make: Callable[[], bytes]
-) -> tuple[float, float, bytes]:
+) -> tuple[float, Version, bytes]:
     """Build under a claim, store, and hold the claim on for the rest of SHARED_TTL (so an
     answer is built at most once per SHARED_TTL whoever asks); (current at, version, body).
     The version is read before building: a flush meanwhile makes it stale at once."""
     started = time.monotonic()
     try:
-        version = store_version(client.hget(store.fold_key(cluster), "flushed"))
+        version = store_version(client.hmget(store.fold_key(cluster), VERSION))
         built_at = time.time()
         body = make()
         client.set(key, header(built_at, version) + body, px=int(ANSWER_TTL * 1000))

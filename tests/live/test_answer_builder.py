@@ -13,6 +13,7 @@ import redis
 from django.contrib.auth.models import User
 
 from handoff.live import answers, queries, store
+from handoff.live.fold import FoldSettings
 from handoff.live.pages import stored
 from handoff.live.pages.builder import AnswerBuilder
 from handoff.live.pages.fleet import SWIMLANE_LIMIT, kept_fleet
@@ -90,6 +91,21 @@ def test_a_flush_that_changed_the_store_has_them_built_again_once_per_ttl(redis_
     assert orjson.loads(after)["pods"] > 2
     for kind in (FLEET, stored.NODES):
         assert sent(redis_client, "c-moves", kind) == web_built(redis_client, "c-moves", kind)
+
+
+def test_pods_retention_dropped_between_flushes_have_them_built_again(redis_client):
+    folder = fold_into_redis(redis_client, "c-retained", TRACES / "deleted.jsonl")
+    want(redis_client, "c-retained", FLEET, stored.NODES)
+    builder = AnswerBuilder(redis_client)
+    assert builder.step() == 2
+    before = orjson.loads(sent(redis_client, "c-retained", FLEET))["pods"]
+    folder.settings = FoldSettings(block_ms=1, retention_hours=0.0)
+    folder.retain()  # drops the deleted pods without a flush
+    time.sleep(answers.SHARED_TTL + 0.1)
+    assert builder.step() == 2
+    assert orjson.loads(sent(redis_client, "c-retained", FLEET))["pods"] < before
+    for kind in (FLEET, stored.NODES):
+        assert sent(redis_client, "c-retained", kind) == web_built(redis_client, "c-retained", kind)
 
 
 def test_only_answers_someone_looked_at_lately_are_built(redis_client, monkeypatch):

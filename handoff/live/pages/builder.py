@@ -48,13 +48,13 @@ class AnswerBuilder:
         pipe = self.client.pipeline(transaction=False)
         for cluster, kind in wanted:
             pipe.getrange(answers.answer_key(cluster, kind), 0, answers._HEADER.size - 1)
-            pipe.hget(store.fold_key(cluster), "flushed")
+            pipe.hmget(store.fold_key(cluster), answers.VERSION)
         looks = pipe.execute()
         built = 0
         for (cluster, kind), raw_header, raw_version in zip(
             wanted, looks[::2], looks[1::2], strict=True
         ):
-            if raw_version is None:  # no fold wrote this store: nothing to build from
+            if raw_version[0] is None:  # no fold flushed this store: nothing to build from
                 continue
             key = answers.answer_key(cluster, kind)
             found = answers.read_header(raw_header)
