@@ -42,7 +42,9 @@ BUILD_WAIT = 5.0  # seconds the others wait for a first builder before building
 POLL = 0.01  # seconds between their looks
 ANSWER_TTL = 120.0  # seconds an answer nobody looks at stays in Redis
 WANTED = 60.0  # seconds after its last viewer the builder stops rebuilding an answer
-BUILDER_TTL = 2.0  # seconds the builder's heartbeat lasts: it renews it every POLL_BUILDER
+# Seconds the builder's heartbeat lasts (renewed every builder.POLL and after each build):
+# a build may take seconds on a loaded machine.
+BUILDER_TTL = 10.0
 # When the answer was last known current (Unix time) and the store's version it was built
 # from (VERSION: the fold's ``flushed`` and ``stored``; 0 for what no fold wrote), before
 # its bytes.

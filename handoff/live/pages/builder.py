@@ -41,7 +41,7 @@ class AnswerBuilder:
     def step(self) -> int:
         """One look at every wanted answer; how many it built."""
         now = self.clock()
-        self.client.set(answers.BUILDER_KEY, self.name, px=int(answers.BUILDER_TTL * 1000))
+        self._beat()
         wanted = self._wanted(now)
         if not wanted:
             return 0
@@ -81,7 +81,11 @@ class AnswerBuilder:
 
     def _build(self, cluster: str, kind: str, key: str) -> int:
         answers.build(self.client, cluster, key, lambda: stored.encoded(self.client, cluster, kind))
+        self._beat()
         return 1
+
+    def _beat(self) -> None:
+        self.client.set(answers.BUILDER_KEY, self.name, px=int(answers.BUILDER_TTL * 1000))
 
     def run(self, stop: threading.Event) -> None:
         """Step every POLL until ``stop``; then the web processes build again at once."""
