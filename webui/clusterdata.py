@@ -62,7 +62,7 @@ def cluster_rows(c: redis.Redis) -> list[dict[str, Any]]:
 
 def summary(c: redis.Redis, config: ClusterConfig, durations: bool = True) -> dict:
     """Counts per verdict, duration percentiles, stream health, cursor and clock."""
-    fold = queries.progress(c, config.name)
+    fold = queries.progress(c, config.name, *queries.CLOCK, "nodes")
     body: dict[str, Any] = {"cluster": config.name, "kind": config.kind, **queries.clock(fold)}
     counts = queries.counts(c, config.name)
     counts["nodes"] = int(fold.get("nodes") or 0)

@@ -178,7 +178,7 @@ def _problem(
 
 def _fold_behind(client: redis.Redis, cluster: str, now: float) -> float:
     """Age of the oldest stream entry the fold has not folded yet (0 when caught up)."""
-    cursor = store.fold_state(client, cluster).get("cursor", "0-0")
+    cursor = store.fold_state(client, cluster, "cursor").get("cursor", "0-0")
     start = "-" if cursor == "0-0" else "(" + cursor
     first = client.xrange(store.events_key(cluster), min=start, count=1)
     if not first:

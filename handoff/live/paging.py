@@ -177,10 +177,10 @@ def _walk(
     size = CHUNK if checks or match else limit + 1
     found: list[tuple[float, str]] = []
     examined = 0
-    for key, name in zip(verdict_keys, verdicts, strict=True):
+    for key, name, count in zip(verdict_keys, verdicts, sizes[: len(verdict_keys)], strict=True):
         low, high = store.verdict_range(name)
-        if after is not None and after.score >= high:
-            continue
+        if (after is not None and after.score >= high) or (driver is None and not count):
+            continue  # nothing of it after the cursor, or (walking it) an empty index
         for chunk in _ranged(client, driver or key, low, high, after, size):
             kept = _keep(client, chunk, checks)
             found.extend(match(kept) if match is not None else kept)

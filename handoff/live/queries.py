@@ -115,9 +115,13 @@ def changed_since(client: redis.Redis, cluster: str, cursor: str) -> Resume:
 # ---------------------------------------------------------- the fold's clock
 
 
-def progress(client: redis.Redis, cluster: str) -> dict[str, str]:
-    """The fold's progress hash: cursor, evaluated_at, flushed, pods, nodes, ..."""
-    return store.fold_state(client, cluster)
+CLOCK = ("cursor", "evaluated_at", "flushed")  # the fields ``clock`` reads
+
+
+def progress(client: redis.Redis, cluster: str, *fields: str) -> dict[str, str]:
+    """The fold's progress hash (cursor, evaluated_at, flushed, pods, nodes, ...), or only
+    ``fields`` of it."""
+    return store.fold_state(client, cluster, *fields)
 
 
 def clock(fold: dict[str, str], now: float | None = None) -> dict[str, str | None]:
@@ -136,7 +140,7 @@ def clock(fold: dict[str, str], now: float | None = None) -> dict[str, str | Non
 
 def head(client: redis.Redis, cluster: str, now: float | None = None) -> dict[str, str | None]:
     """``stream_cursor`` and ``evaluated_at`` of a cluster now (``clock`` of its fold)."""
-    return clock(store.fold_state(client, cluster), now)
+    return clock(store.fold_state(client, cluster, *CLOCK), now)
 
 
 # ---------------------------------------------------------------- owners

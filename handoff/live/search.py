@@ -43,6 +43,10 @@ SHARD_BITS = 7  # ordinals per ordinal_key shard: 128, within Redis's compact ha
 RANK_BITS = 10  # ordinals per rank_key shard: 1,024 scores, 8 KB
 SLOT = 8  # bytes of one rank score
 FETCHED = 3  # postings fetched at most per query: the smallest ones
+# Candidates per lookup script call: Redis runs nothing else while a script runs, and a
+# name search may resolve thousands (up to paging.DIRECT); the calls go in one pipeline,
+# so other clients' commands run between them at no extra round trip.
+SCRIPT_BATCH = 256
 COMPACT_AT = 64  # dead entries a posting must have (and a quarter of it) to be rewritten
 
 
@@ -355,7 +359,7 @@ def lookup(
         return {}
     prefix = ordinal_key(cluster, 0)[:-1]
     ns_prefix = store.index_key(cluster, "ns", "")
-    reply = client.eval(_LOOKUP, 1, names_key(cluster), prefix, ns_prefix, *ordinals)
+    reply = _batched(client, _LOOKUP, names_key(cluster), [prefix, ns_prefix], ordinals)
     out = {}
     wanted = set(ordinals)
     for i in range(0, len(reply), 3):
@@ -424,7 +428,7 @@ def resolve(client: redis.Redis, cluster: str, ordinals: list[int]) -> dict[int,
     if not ordinals:
         return {}
     prefix = ordinal_key(cluster, 0)[:-1]
-    reply = client.eval(_RESOLVE, 1, names_key(cluster), prefix, *ordinals)
+    reply = _batched(client, _RESOLVE, names_key(cluster), [prefix], ordinals)
     out = {}
     for i, ordinal in enumerate(ordinals):
         uid, entry = reply[2 * i], reply[2 * i + 1]
@@ -433,6 +437,17 @@ def resolve(client: redis.Redis, cluster: str, ordinals: list[int]) -> dict[int,
             if int(number) == ordinal:
                 out[ordinal] = (uid.decode(), text)
     return out
+
+
+def _batched(
+    client: redis.Redis, script: str, key: str, args: list[str], ordinals: list[int]
+) -> list[Any]:
+    """``script`` over the ordinals, SCRIPT_BATCH a call, in one round trip: the calls'
+    replies joined (each ordinal's part of a reply stays within its call's)."""
+    pipe = client.pipeline(transaction=False)
+    for start in range(0, len(ordinals), SCRIPT_BATCH):
+        pipe.eval(script, 1, key, *args, *ordinals[start : start + SCRIPT_BATCH])
+    return [item for reply in pipe.execute() for item in reply]
 
 
 def names(client: redis.Redis, cluster: str, pods: list[str]) -> list[tuple[int, str] | None]:

@@ -484,7 +484,13 @@ def pods_by(client: redis.Redis, cluster: str, by: str, value: str) -> list[str]
     return [uid.decode() for uid in client.zrange(index_key(cluster, by, value), 0, -1)]
 
 
-def fold_state(client: redis.Redis, cluster: str) -> dict[str, str]:
+def fold_state(client: redis.Redis, cluster: str, *fields: str) -> dict[str, str]:
+    """The fold's progress hash, or only ``fields`` of it (those present): its
+    ``nodes_json`` is every node's summary (hundreds of KB at 5,000 nodes), which most
+    readers do not need on every request."""
+    if fields:
+        values = client.hmget(fold_key(cluster), fields)
+        return {k: v.decode() for k, v in zip(fields, values, strict=True) if v is not None}
     return {k.decode(): v.decode() for k, v in client.hgetall(fold_key(cluster)).items()}
 
 

@@ -19,11 +19,11 @@ import pytest
 from handoff.core.report import build_report
 from handoff.core.trace import format_time, parse_time
 from handoff.live import queries
+from handoff.live.pages.fleet import fleet_digest
+from handoff.live.pages.rows import row_from_view
 from handoff.offline.triage import fold_file
 from handoff.sim import Options, find_scenario, run
 from tests.webui.detail.tracedata import fold_into_redis
-from webui.detail.fleet import fleet_digest
-from webui.detail.rows import row_from_view
 
 START = 1767225600.0
 LIST_AT = START + 300.0  # the watch connects five minutes into the run

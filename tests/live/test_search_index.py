@@ -78,6 +78,22 @@ def test_search_equals_reading_every_view(redis_client, scale_trace, monkeypatch
     _check(redis_client, "sx")
 
 
+def test_lookups_split_into_short_scripts_give_the_same_answers(
+    redis_client, scale_trace, monkeypatch
+):
+    fold_into_redis(redis_client, "sx-batch", scale_trace)
+    namespace = next(queries.all_views(redis_client, "sx-batch"))["namespace"]
+    ordinals = sorted(search.candidates(redis_client, "sx-batch", namespace))
+    ordinals += [10**6]  # no pod: left out in any batch
+    whole = search.resolve(redis_client, "sx-batch", ordinals)
+    found = search.lookup(redis_client, "sx-batch", ordinals)
+    assert len(whole) == len(found) > 20
+    monkeypatch.setattr(search, "SCRIPT_BATCH", 3)
+    assert search.resolve(redis_client, "sx-batch", ordinals) == whole
+    assert search.lookup(redis_client, "sx-batch", ordinals) == found
+    _check(redis_client, "sx-batch")
+
+
 def test_short_text_is_refused_not_scanned(redis_client, scale_trace):
     fold_into_redis(redis_client, "short", scale_trace)
     for text in ("a", "ab", "é", " x"):

@@ -24,6 +24,22 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def daphnes(pid: int) -> list[int]:
+    """The Daphne children (the others: the answer builder)."""
+    return [child for child in children(pid) if b"daphne" in command(child)]
+
+
+def builders(pid: int) -> list[int]:
+    return [child for child in children(pid) if b"answers" in command(child)]
+
+
+def command(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def sockets(pid: int) -> set[str]:
     held = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
@@ -43,7 +59,9 @@ def serve(tmp_path: Path, redis_url: str):
     proc = spawn([*argv, "--processes", "2"], tmp_path / "serve.log", python_env())
     url = f"http://127.0.0.1:{port}/healthz"
     try:
-        wait_until(lambda: answers(url) and len(children(proc.pid)) == 2, 30, "serve")
+        wait_until(
+            lambda: answers(url) and len(daphnes(proc.pid)) == 2 and builders(proc.pid), 30, "serve"
+        )
         yield proc, url
     finally:
         if proc.poll() is None:
@@ -52,7 +70,7 @@ def serve(tmp_path: Path, redis_url: str):
 
 def test_two_daphne_processes_share_one_listening_socket(serve):
     proc, url = serve
-    first, second = children(proc.pid)
+    first, second = daphnes(proc.pid)
     assert sockets(first) & sockets(second)  # the one socket the parent opened
     os.kill(first, signal.SIGSTOP)  # one process cannot accept: the other answers
     try:
@@ -62,18 +80,27 @@ def test_two_daphne_processes_share_one_listening_socket(serve):
         os.kill(first, signal.SIGCONT)
 
 
+def test_the_answer_builder_runs_beside_them(serve, redis_client):
+    from handoff.live import answers as shared_answers
+
+    proc, _ = serve
+    assert len(builders(proc.pid)) == 1
+    wait_until(lambda: redis_client.exists(shared_answers.BUILDER_KEY), 20, "its heartbeat")
+
+
 def test_sigterm_stops_every_process(serve):
     proc, _ = serve
-    daphnes = children(proc.pid)
+    started = children(proc.pid)
+    assert len(started) == 3
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == 0
-    for pid in daphnes:
+    for pid in started:
         assert not Path(f"/proc/{pid}").exists()
 
 
 def test_a_process_that_dies_stops_the_web(serve):
     proc, _ = serve
-    first, second = children(proc.pid)
+    first, second = daphnes(proc.pid)
     os.kill(first, signal.SIGKILL)
     assert proc.wait(timeout=20) != 0
     wait_until(lambda: not Path(f"/proc/{second}").exists(), 5, "the other Daphne to stop")
@@ -81,9 +108,9 @@ def test_a_process_that_dies_stops_the_web(serve):
 
 def test_a_killed_serve_leaves_no_daphne_serving_the_port(serve):
     proc, url = serve
-    daphnes = children(proc.pid)
+    started = children(proc.pid)  # the Daphne processes and the answer builder
     proc.kill()  # SIGKILL: nothing of serve's own runs
     proc.wait(timeout=5)
-    for pid in daphnes:
+    for pid in started:
         wait_until(lambda pid=pid: not Path(f"/proc/{pid}").exists(), 20, f"Daphne {pid} to stop")
     assert not answers(url)

@@ -33,10 +33,10 @@ django.setup()
 
 from devtools.bench.pages import search_terms  # noqa: E402
 from handoff.live import paging, queries, store  # noqa: E402
+from handoff.live.pages.fleet import SWIMLANE_LIMIT, kept_fleet  # noqa: E402
 from handoff.live.paging import PodFilter, QueryError  # noqa: E402
 from tests.conftest import start_redis, stop  # noqa: E402
 from tests.webui.pods import make_views, template, write  # noqa: E402
-from webui.detail.fleet import SWIMLANE_LIMIT, kept_fleet  # noqa: E402
 
 CLUSTER = "bench"
 WORDS = ("api", "web", "auth", "cart", "pay", "search", "index", "queue", "mail", "cache")

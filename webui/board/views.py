@@ -83,7 +83,7 @@ def board(request: HttpRequest, cluster: str) -> HttpResponse:
 
 def last_incident(c: redis.Redis, cluster: str) -> dict | None:
     """The newest pod that came to need attention, as the fold noted it, with its age."""
-    raw = queries.progress(c, cluster).get("last_incident")
+    raw = queries.progress(c, cluster, "last_incident").get("last_incident")
     if not raw:
         return None
     try:

@@ -29,11 +29,11 @@ from handoff.core.trace import format_time
 from handoff.core.verdicts import DURATIONS
 from handoff.core.views import stage_bars
 from handoff.live.aggregates import as_written
+from handoff.live.pages.fleet import FAILURES, FLEET_DURATIONS, HEATMAP_LATENCY, Fleet, rank_nodes
+from handoff.live.pages.nodes import Nodes
+from handoff.live.pages.rows import row_from_pod
 from handoff.offline.judging import Durations, pod_durations
 from handoff.offline.replay import ReplayState
-from webui.detail.fleet import FAILURES, FLEET_DURATIONS, HEATMAP_LATENCY, Fleet, rank_nodes
-from webui.detail.nodes import Nodes
-from webui.detail.rows import row_from_pod
 from webui.detail.sources import ReplaySource
 
 _PLACE = {name: place for place, (name, _start, _end) in enumerate(DURATIONS)}

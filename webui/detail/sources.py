@@ -21,9 +21,9 @@ from handoff.core.timeline import Timeline
 from handoff.core.trace import format_time
 from handoff.core.views import pod_view, sort_key
 from handoff.live import queries
+from handoff.live.pages.rows import PodRow, row_from_pod, row_from_view
 from handoff.live.queries import pick, with_others
 from handoff.offline.replay import ReplayState
-from webui.detail.rows import PodRow, row_from_pod, row_from_view
 
 
 def client() -> redis.Redis:

@@ -20,15 +20,15 @@ from django.views.decorators.http import require_http_methods, require_safe
 from handoff.core.trace import format_time, parse_time
 from handoff.core.verdicts import BINDINGS, VERDICTS
 from handoff.live import answers
+from handoff.live.pages import stored
+from handoff.live.pages.fleet import SWIMLANE_LIMIT
 from webui.api import api
 from webui.demo import is_demo_user
 from webui.detail import traces
-from webui.detail.fleet import SWIMLANE_LIMIT, kept_fleet
-from webui.detail.nodes import kept
 from webui.detail.replayed import fleet_at, nodes_at
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource
 from webui.detail.traces import TraceFile, TraceRejected
-from webui.jsonbody import Encoded, encode
+from webui.jsonbody import Encoded
 
 PAGE_LIMIT_MAX = 500
 ATTENTION = frozenset(name for name, verdict in VERDICTS.items() if verdict.attention)
@@ -94,29 +94,24 @@ def api_pod(request: HttpRequest, cluster: str, namespace: str, name: str) -> di
     return view
 
 
+def _shared(source: LiveSource, kind: str) -> Encoded:
+    """From what the fold keeps (no pass over the cluster's pods), shared by every viewer:
+    built by the answer builder, or here when none runs (``live/answers.py``)."""
+    client, cluster = source.client, source.cluster
+    return Encoded(
+        answers.shared(client, cluster, kind, lambda: stored.encoded(client, cluster, kind))
+    )
+
+
 @api
 def api_nodes(request: HttpRequest, cluster: str) -> Encoded:
-    """From what the fold keeps: no pass over the cluster's pods; shared by every viewer."""
-    source = _live(cluster)
-
-    def make() -> bytes:
-        fold = source.fold()
-        at = fold["evaluated_at"]
-        return encode(kept(source.handed(), fold["nodes"], source.on_missing_nodes, at))
-
-    return Encoded(answers.shared(source.client, cluster, "nodes", make))
+    return _shared(_live(cluster), stored.NODES)
 
 
 @api
 def api_fleet(request: HttpRequest, cluster: str) -> Encoded:
-    """From what the fold keeps: no pass over the cluster's pods; shared by every viewer."""
     limit = _limit(request, SWIMLANE_LIMIT, 2 * SWIMLANE_LIMIT)
-    source = _live(cluster)
-
-    def make() -> bytes:
-        return encode(kept_fleet(source.fleet_kept(limit), source.node_histograms))
-
-    return Encoded(answers.shared(source.client, cluster, f"fleet:{limit}", make))
+    return _shared(_live(cluster), stored.fleet_kind(limit))
 
 
 # ---------------------------------------------------------------- replay API

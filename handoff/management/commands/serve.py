@@ -7,6 +7,11 @@ accepts it first, usually an idle one. Websocket frames reach every child throug
 channel layer, so a board subscriber may sit on any of them. A child that exits stops the
 others and the command (exit status of that child): the container runtime, Kubernetes or
 ``manage.py demo`` restarts the whole web, as it would a single Daphne.
+
+Beside them runs one more child, the answer builder (``manage.py answers``): it builds the
+fleet and nodes answers every Daphne process sends, so none of them holds its GIL for a
+build while it serves requests (``handoff/live/answers.py``). ``--no-answer-builder``
+leaves it out; the Daphne processes then build those answers themselves.
 """
 
 from __future__ import annotations
@@ -45,6 +50,11 @@ def daphne_argv(fd: int, application: str) -> list[str]:
     return [sys.executable, "-m", "daphne", "--fd", str(fd), application]
 
 
+def builder_argv() -> list[str]:
+    """The answer builder, with this command's settings."""
+    return [sys.executable, "-m", "django", "answers", "--settings", settings.SETTINGS_MODULE]
+
+
 def die_with_parent() -> None:
     """Between fork and exec: if this command is killed outright (SIGKILL, the OOM
     killer), the kernel sends the child SIGTERM rather than leave a Daphne serving the
@@ -66,6 +76,12 @@ class Command(BaseCommand):
             help="Daphne processes (default HANDOFF_WEB_PROCESSES, else one per core)",
         )
         parser.add_argument("--application", default=APPLICATION)
+        parser.add_argument(
+            "--no-answer-builder",
+            dest="answer_builder",
+            action="store_false",
+            help="no answer builder: the Daphne processes build the shared answers",
+        )
 
     def handle(self, *args, **options) -> None:
         port(options["port"])
@@ -85,8 +101,11 @@ class Command(BaseCommand):
             for _ in range(count)
         ]
         sock.close()  # the children hold it now
+        if options["answer_builder"]:
+            children.append(subprocess.Popen(builder_argv(), preexec_fn=die_with_parent))
         self.stdout.write(
-            f"serving on {options['bind']}:{options['port']} with {count} Daphne processes",
+            f"serving on {options['bind']}:{options['port']} with {count} Daphne processes"
+            + (" and the answer builder" if options["answer_builder"] else ""),
         )
         sys.exit(supervise(children, stopping))
 

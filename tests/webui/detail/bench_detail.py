@@ -36,12 +36,12 @@ from handoff.core import verdicts as v  # noqa: E402
 from handoff.core import viewcodec  # noqa: E402
 from handoff.core.report import outline  # noqa: E402
 from handoff.live import store  # noqa: E402
+from handoff.live.pages.fleet import SWIMLANE_LIMIT, Fleet, fleet_digest  # noqa: E402
+from handoff.live.pages.nodes import Nodes, kept, nodes_digest  # noqa: E402
 from handoff.offline.replay import ReplayState  # noqa: E402
 from tests.conftest import start_redis, stop  # noqa: E402
 from tests.webui.detail.tracedata import fold_into_redis, many_pods_trace  # noqa: E402
 from webui.detail import replayed  # noqa: E402
-from webui.detail.fleet import SWIMLANE_LIMIT, Fleet, fleet_digest  # noqa: E402
-from webui.detail.nodes import Nodes, kept, nodes_digest  # noqa: E402
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource  # noqa: E402
 
 

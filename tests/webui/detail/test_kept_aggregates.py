@@ -16,11 +16,11 @@ import redis
 from handoff.core.histogram import RELATIVE_ERROR
 from handoff.live import aggregates, clusters, queries, store
 from handoff.live.fold import Folder, FoldSettings
+from handoff.live.pages.fleet import fleet_digest, kept_fleet
+from handoff.live.pages.nodes import kept, nodes_digest
+from handoff.live.pages.rows import row_from_view
 from handoff.sim import Options, find_scenario, run
 from tests.webui.detail.tracedata import TRACES, fold_into_redis
-from webui.detail.fleet import fleet_digest, kept_fleet
-from webui.detail.nodes import kept, nodes_digest
-from webui.detail.rows import row_from_view
 
 
 def _kept(client: redis.Redis, cluster: str) -> dict[str, Any]:

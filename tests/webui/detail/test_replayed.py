@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from handoff.core.trace import TraceReader
+from handoff.live.pages.fleet import SWIMLANE_LIMIT, fleet_digest
+from handoff.live.pages.nodes import nodes_digest
 from handoff.offline.replay import ReplayState
 from tests.offline.test_replay_checkpoints import every_trace, turning_times
 from tests.webui.detail.tracedata import many_pods_trace
-from webui.detail.fleet import SWIMLANE_LIMIT, fleet_digest
-from webui.detail.nodes import nodes_digest
 from webui.detail.replayed import fleet_at, nodes_at
 from webui.detail.sources import ReplaySource
 

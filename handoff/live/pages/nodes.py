@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from handoff.core import verdicts as v
-from webui.detail.rows import PodRow
+from handoff.live.pages.rows import PodRow
 
 MISSING_LISTED = 500
 

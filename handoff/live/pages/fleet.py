@@ -13,8 +13,8 @@ from handoff.core import verdicts as v
 from handoff.core.durations import percentile
 from handoff.core.histogram import PER_DECADE, Histogram, at_ranks
 from handoff.core.trace import observed_time, parse_time
+from handoff.live.pages.rows import PodRow
 from handoff.live.queries import NODE_DURATIONS
-from webui.detail.rows import PodRow
 
 FLEET_DURATIONS = ("create_to_bind", "bind_to_ack", "ack_to_running", "create_to_running")
 HEATMAP_LATENCY = NODE_DURATIONS  # the fold keeps these per node
