@@ -24,7 +24,7 @@ import math
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
 from operator import is_not, itemgetter
@@ -71,6 +71,10 @@ class Steady:
     nodes_known: bool
     samples: dict[str, list[float]] | None = None  # sorted, per duration (on first use)
     unobserved: Counter[str] | None = None
+    # How ``items`` differ from the checkpoint before's (by identity): for aggregates of
+    # the steady pods carried from checkpoint to checkpoint (the replay's fleet page).
+    came: list[tuple[Any, ...]] = field(default_factory=list)
+    left: list[tuple[Any, ...]] = field(default_factory=list)
 
 
 class SteadyChain:
@@ -87,12 +91,15 @@ class SteadyChain:
         self._ends: list[tuple[float, str, int]] = []  # (first point after, uid, id(item))
         self._before: Checkpoint | None = None
         self._volatile: list[str] = []
+        self._came: list[tuple[Any, ...]] = []  # kept and dropped by the current add
+        self._left: list[tuple[Any, ...]] = []
 
     def add(self, checkpoint: Checkpoint, low: float, high: float) -> Steady:
         """``checkpoint``'s steady pods for its slot of times ``[low, high]``; its
         ``touched`` and ``removed`` are known (the slot's events were folded)."""
         judging = Timeline(checkpoint.cluster)
         judging.nodes, judging.nodes_known = checkpoint.nodes, checkpoint.nodes_known
+        self._came, self._left = [], []
         again = self._carry(checkpoint, high)
         volatile = []
         with paused_gc():
@@ -119,6 +126,8 @@ class SteadyChain:
             volatile,
             {name: node_basis(node) for name, node in checkpoint.nodes.items()},
             checkpoint.nodes_known,
+            came=self._came,
+            left=self._left,
         )
 
     def _carry(self, checkpoint: Checkpoint, high: float) -> set[str]:
@@ -165,6 +174,7 @@ class SteadyChain:
 
     def _keep(self, uid: str, item: tuple[Any, ...]) -> None:
         self._steady[uid] = item
+        self._came.append(item)
         self._counts[item[_JUDGEMENT].verdict] += 1
         if _loops(item):
             self._loops[uid] = item
@@ -173,9 +183,39 @@ class SteadyChain:
         item = self._steady.pop(uid, None)
         if item is None:
             return False
+        self._left.append(item)
         self._counts[item[_JUDGEMENT].verdict] -= 1
         self._loops.pop(uid, None)
         return True
+
+
+@dataclass(slots=True)
+class Delta:
+    """How the pods judged at a time differ from their checkpoint's steady ones: the
+    steady items not in the answer (``out``) and the items judged for the time
+    (``fresh``, in no particular order), with the durations of each."""
+
+    steady: Steady
+    out: list[tuple[Any, ...]]
+    fresh: list[tuple[Any, ...]]
+    out_durations: list[Durations]
+    fresh_durations: list[Durations]
+
+
+def steady_samples(steady: Steady, durations: dict[int, Durations]) -> None:
+    """Once per slot, at its first request: the steady pods' sorted samples and not
+    observed counts (``Steady.samples``), from each frozen pod's durations worked out
+    while the trace loaded (``durations``, by the pod's id)."""
+    if steady.samples is not None:
+        return
+    rows = list(map(durations.get, map(id, map(_pod_of, steady.items))))
+    if None in rows:
+        rows = [
+            known if known is not None else pod_durations(item[_POD])
+            for known, item in zip(rows, steady.items, strict=True)
+        ]
+    steady.unobserved = Counter(chain.from_iterable(map(_missed_of, rows)))
+    steady.samples = _columns(rows)
 
 
 def pod_durations(pod: PodState) -> Durations:
@@ -203,19 +243,21 @@ class SteadyJudging:
         at: float,
         stuck_after: float,
     ) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
+        """``report.judged``'s head and ranking, and how they differ from the steady pods
+        (None when every pod was judged: no shortcut applied)."""
         if (
             stuck_after != self.stuck_after
             or timeline.nodes_known != steady.nodes_known
             or timeline.owners.endings
         ):
-            return judged(timeline, at, stuck_after)
+            return (*judged(timeline, at, stuck_after), None)
         with paused_gc():
             answer = self._judged(timeline, checkpoint, steady, at)
-        return answer if answer is not None else judged(timeline, at, stuck_after)
+        return answer if answer is not None else (*judged(timeline, at, stuck_after), None)
 
     def _judged(
         self, timeline: Timeline, checkpoint: Checkpoint, steady: Steady, at: float
-    ) -> tuple[dict[str, Any], list[tuple[Any, ...]]] | None:
+    ) -> tuple[dict[str, Any], list[tuple[Any, ...]], Delta] | None:
         pods = timeline.pods
         moved = {
             name
@@ -241,23 +283,29 @@ class SteadyJudging:
             counts[item[_JUDGEMENT].verdict] -= 1
         for item in fresh:
             counts[item[_JUDGEMENT].verdict] += 1
-        durations = self._durations(steady, out, fresh)
+        delta = Delta(
+            steady,
+            out,
+            list(fresh),
+            [self._of(item[_POD]) for item in out],
+            [self._of(item[_POD]) for item in fresh],
+        )
+        durations = self._durations(steady, delta.out_durations, delta.fresh_durations)
         owners = OwnerBook(timeline.owners.data())
         self._note_endings(owners, timeline, steady, out_uids, fresh)
         ranked = _ranked(steady, out_uids, fresh)
         counts = +counts  # verdicts with no pod left are not listed, as in report.judged
-        return report_head(timeline, at, self.stuck_after, counts, durations, owners), ranked
+        head = report_head(timeline, at, self.stuck_after, counts, durations, owners)
+        return head, ranked, delta
 
     def _durations(
-        self, steady: Steady, out: list[tuple[Any, ...]], fresh: list[tuple[Any, ...]]
+        self, steady: Steady, gone: list[Durations], new: list[Durations]
     ) -> dict[str, dict[str, Any]]:
         """``summarise`` of every pod's samples: the steady pods' (sorted once per slot)
-        without ``out``'s, with ``fresh``'s, by order statistics instead of a sort."""
-        if steady.samples is None:
-            steady.samples, steady.unobserved = self._steady_samples(steady)
+        without those of the pods gone, with the new ones', by order statistics instead
+        of a sort."""
+        steady_samples(steady, self.durations)
         unobserved = Counter(steady.unobserved)
-        gone = [self._of(item[_POD]) for item in out]
-        new = [self._of(item[_POD]) for item in fresh]
         for _values, missed in gone:
             unobserved.subtract(missed)
         for _values, missed in new:
@@ -271,16 +319,6 @@ class SteadyJudging:
             )
             for name in _NAMES
         }
-
-    def _steady_samples(self, steady: Steady) -> tuple[dict[str, list[float]], Counter[str]]:
-        """Once per slot, at its first request: the steady pods' samples, from each frozen
-        pod's durations worked out while the trace loaded."""
-        known = self.durations.get  # every steady pod's, worked out while loading
-        rows = list(map(known, map(id, map(_pod_of, steady.items))))
-        if None in rows:
-            rows = [self._of(item[_POD]) for item in steady.items]
-        unobserved = Counter(chain.from_iterable(map(_missed_of, rows)))
-        return _columns(rows), unobserved
 
     def _of(self, pod: PodState) -> Durations:
         known = self.durations.get(id(pod))

@@ -28,7 +28,7 @@ from handoff.core.timeline import Timeline
 from handoff.core.trace import LineError, WatchEvent
 from handoff.interop.importers import open_events
 from handoff.offline.checkpoints import Checkpoint, freeze, thaw
-from handoff.offline.judging import Durations, Steady, SteadyChain, SteadyJudging
+from handoff.offline.judging import Delta, Durations, Steady, SteadyChain, SteadyJudging
 
 # At most this many checkpoints are kept, whatever the trace's length: memory stays
 # bounded by (checkpoints x state size), seeking by (events / checkpoints) folds.
@@ -75,7 +75,7 @@ class ReplayState:
         self._working: Timeline | None = None
         self._position = 0
         self._moves = 0  # counts changes of the working timeline (see judged_at)
-        self._judged: tuple[tuple[int, float, float], tuple[dict, list]] | None = None
+        self._judged: tuple[tuple[int, float, float], tuple[dict, list, Delta | None]] | None = None
         self._build()
         # The fold ran with the collector paused: everything it made is young. Its first
         # full collection (about 1.5 s at 500,000 events) would fall on a page request;
@@ -183,4 +183,14 @@ class ReplayState:
                     timeline, self.checkpoints[slot], self.steady[slot], at, stuck_after
                 )
                 self._judged = (key, judged)
-            return self._judged[1]
+            head, ranked, _delta = self._judged[1]
+            return head, ranked
+
+    def judged_delta(self, at: float, stuck_after: float) -> Delta | None:
+        """How ``judged_at``'s pass differs from its checkpoint's steady pods (None when
+        it judged every pod), for pages that keep aggregates of the steady pods. Call
+        inside ``seek(at)``."""
+        with self._lock:
+            self.judged_at(at, stuck_after)
+            assert self._judged is not None
+            return self._judged[1][2]

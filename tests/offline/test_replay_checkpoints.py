@@ -121,3 +121,22 @@ def test_many_pods_steady_between_checkpoints(tmp_path: Path) -> None:
     rng = random.Random(3)
     for at in [*rng.sample(state.times, 25), *rng.sample(turning_times(events, 2.0), 25)]:
         same_judging(state, at, 2.0)
+
+
+@pytest.mark.parametrize("every", [7, 40])
+def test_steady_came_and_left_are_the_difference_of_the_items(every: int) -> None:
+    """``Steady.came``/``left``: each checkpoint's steady items are the one before's
+    without ``left`` and with ``came`` (by identity), what a page carrying aggregates of
+    the steady pods from checkpoint to checkpoint relies on."""
+    state = ReplayState(every_trace(), every=every, stuck_after=STUCK_AFTER)
+    before: dict[int, tuple] = {}
+    moved = 0
+    for steady in state.steady:
+        now = {id(item): item for item in steady.items}
+        assert {id(item) for item in steady.left} == before.keys() - now.keys()
+        assert {id(item) for item in steady.came} == now.keys() - before.keys()
+        assert len(set(map(id, steady.left))) == len(steady.left)  # none twice
+        assert len(set(map(id, steady.came))) == len(steady.came)
+        moved += len(steady.left) + len(steady.came)
+        before = now
+    assert moved

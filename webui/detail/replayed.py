@@ -9,6 +9,11 @@ an open last one) is worked out once per frozen pod (a checkpoint's own, alive a
 the state, so its id is its own) and kept by its id; the rest are passes over the pods
 made in C (``map``, ``zip``, ``Counter``, ``sorted``).
 
+The fleet page does not even pass over every pod when the judging pass took its
+shortcut (``ReplayState.judged_delta``): the aggregates of the slot's steady pods were
+counted while loading (``steadyfleet.SteadyFleet``), and only the pods the time judged
+apart are merged in (``_fleet_from_steady``).
+
 The answers are exactly ``fleet_digest``'s and ``nodes_digest``'s over the same pods
 (tests/webui/detail/test_replayed.py compares them at many times).
 """
@@ -19,7 +24,8 @@ import threading
 import weakref
 from collections import Counter
 from functools import partial
-from itertools import chain, compress
+from itertools import chain, compress, islice
+from itertools import count as counting
 from operator import attrgetter, is_not, itemgetter
 from typing import Any
 
@@ -32,12 +38,20 @@ from handoff.live.aggregates import as_written
 from handoff.live.pages.fleet import FAILURES, FLEET_DURATIONS, HEATMAP_LATENCY, Fleet, rank_nodes
 from handoff.live.pages.nodes import Nodes
 from handoff.live.pages.rows import row_from_pod
-from handoff.offline.judging import Durations, pod_durations
+from handoff.offline.judging import Delta, Durations, pod_durations
 from handoff.offline.replay import ReplayState
 from webui.detail.sources import ReplaySource
+from webui.detail.steadyfleet import (
+    SteadyFleet,
+    SteadyFleetChain,
+    merged,
+    placeholder,
+    present,
+    verdict_of,
+)
 
 _PLACE = {name: place for place, (name, _start, _end) in enumerate(DURATIONS)}
-_UID, _JUDGEMENT = 4, 6  # of report.ranked_item's tuples
+_UID, _POD, _JUDGEMENT = 4, 5, 6  # of report.ranked_item's tuples
 _values_of = itemgetter(0)
 _missed_of = itemgetter(1)
 _uid_of = attrgetter("uid")
@@ -52,7 +66,9 @@ Lane = tuple[list[Any], float | None]
 
 class _Known:
     """What the pages take from a state's frozen pods (every checkpoint's), by the pod's
-    id, worked out once (``known``): their durations, creation times as text, lanes."""
+    id, worked out once (``known``): their durations, creation times as text, lanes;
+    and the fleet aggregates of each checkpoint's steady pods (``SteadyFleet``), by the
+    id of the checkpoint's ``Steady``."""
 
     def __init__(self, state: ReplayState) -> None:
         self.durations: dict[int, Durations] = dict(state.frozen_durations)
@@ -68,6 +84,11 @@ class _Known:
                         self.durations[key] = pod_durations(pod)
                     self.created[key] = _created(pod)
                     self.lanes[key] = _lane_at(pod, state.end)
+            chain = SteadyFleetChain(self.created, self.durations)
+            self.steady: dict[int, SteadyFleet] = {
+                id(steady): chain.add(steady, checkpoint)
+                for steady, checkpoint in zip(state.steady, state.checkpoints, strict=True)
+            }
 
 
 _KNOWN: weakref.WeakKeyDictionary[ReplayState, _Known] = weakref.WeakKeyDictionary()
@@ -163,6 +184,140 @@ def fleet_at(source: ReplaySource, swimlane_limit: int) -> dict[str, Any]:
 
 
 def _fleet(source: ReplaySource, swimlane_limit: int) -> dict[str, Any]:
+    delta = source.state.judged_delta(source.at, source.stuck_after)
+    if delta is not None:
+        return _fleet_from_steady(source, swimlane_limit, delta)
+    return _fleet_of_every_pod(source, swimlane_limit)
+
+
+Judged = list[tuple[tuple[Any, ...], Durations]]  # ranked items with their durations
+
+
+def _fleet_from_steady(source: ReplaySource, swimlane_limit: int, delta: Delta) -> dict[str, Any]:
+    """The answer from the slot's ``SteadyFleet`` and the pods judged apart at this
+    time: the steady ones out of the answer (``gone``) and the fresh ones (``new``)."""
+    known_pods = known(source.state)
+    part = known_pods.steady[id(delta.steady)]
+    gone = [
+        (item, found)
+        for item, found in zip(delta.out, delta.out_durations, strict=True)
+        if not placeholder(item)
+    ]
+    new = [
+        (item, found)
+        for item, found in zip(delta.fresh, delta.fresh_durations, strict=True)
+        if not placeholder(item)
+    ]
+    fleet = Fleet(swimlane_limit)
+    fleet.total = part.count - len(gone) + len(new)
+    fleet.verdicts = Counter(part.verdicts)
+    fleet.verdicts.subtract(verdict_of(item) for item, _ in gone)
+    fleet.verdicts.update(verdict_of(item) for item, _ in new)
+    out_uids = {item[_UID] for item in delta.out}
+    _add_durations(fleet, delta, part, out_uids, new)
+    _add_nodes(fleet, part, gone, new)
+    lanes = _newest_lanes(source, known_pods, part, out_uids, new, swimlane_limit)
+    return fleet.answer(source.evaluated_at, lanes)
+
+
+def _add_durations(
+    fleet: Fleet, delta: Delta, part: SteadyFleet, out_uids: set[str], new: Judged
+) -> None:
+    """The fleet's samples and not observed counts. The judging pass's hold every
+    steady pod: off go those out of the answer and the steady placeholders (no pods of
+    this page), on come the fresh pods'."""
+    removed = list(delta.out_durations)
+    removed += [found for uid, found in part.named.items() if uid not in out_uids]
+    added = [found for _item, found in new]
+    samples, unobserved = delta.steady.samples, delta.steady.unobserved
+    assert samples is not None  # judged_delta's pass made them
+    assert unobserved is not None
+    for name in FLEET_DURATIONS:
+        place = _PLACE[name]
+        fleet.samples[name] = merged(samples[name], present(removed, place), present(added, place))
+    fleet.unobserved = Counter(unobserved)
+    fleet.unobserved.subtract(chain.from_iterable(map(_missed_of, removed)))
+    fleet.unobserved.update(chain.from_iterable(map(_missed_of, added)))
+
+
+def _add_nodes(fleet: Fleet, part: SteadyFleet, gone: Judged, new: Judged) -> None:
+    """Pods and failures per node, and the latency samples of the heatmap's nodes: the
+    steady pods' without those out of the answer, with the fresh ones."""
+    handed = Counter(part.handed)
+    handed.subtract((item[_POD].node, verdict_of(item)) for item, _ in gone)
+    handed.update((item[_POD].node, verdict_of(item)) for item, _ in new)
+    for (node, verdict_name), pods in handed.items():
+        if node and pods > 0:
+            fleet.pods[node] += pods
+            if verdict_name in FAILURES:
+                fleet.failures.setdefault(node, Counter())[verdict_name] = pods
+    ranked, _more = rank_nodes(fleet.pods, fleet.failures)
+    moved: dict[str, tuple[list[Durations], list[Durations]]] = {n: ([], []) for n in ranked}
+    for side, judged in enumerate((gone, new)):
+        for item, found in judged:
+            lists = moved.get(item[_POD].node)
+            if lists is not None:
+                lists[side].append(found)
+    for node, (off, on) in moved.items():
+        steady = part.latency.get(node)
+        fleet.latency[node] = {
+            name: merged(
+                steady[index] if steady is not None else [],
+                present(off, _PLACE[name]),
+                present(on, _PLACE[name]),
+            )
+            for index, name in enumerate(HEATMAP_LATENCY)
+        }
+
+
+def _newest_lanes(
+    source: ReplaySource,
+    known_pods: _Known,
+    part: SteadyFleet,
+    out_uids: set[str],
+    new: Judged,
+    limit: int,
+) -> list[list[Any]]:
+    """The lanes of the ``limit`` newest pods by creation (ties in the timeline's
+    order). ``part.newest`` is the steady pods in that order (their places keep their
+    order at every time of the slot), so only its last ``limit`` still in the answer
+    can be among them; with the fresh ones, these few are ranked by their places now."""
+    if not limit:
+        return []
+    created = known_pods.created
+    candidates = list(
+        islice((it for it in reversed(part.newest) if it[_UID] not in out_uids), limit)
+    )
+    texts = [created[id(item[_POD])] for item in candidates]
+    for item, _found in new:
+        candidates.append(item)
+        texts.append(_created_of(known_pods, item[_POD]))
+    place = dict(zip(source.timeline.pods, counting()))
+    keys = [(text, place[item[_UID]]) for text, item in zip(texts, candidates, strict=True)]
+    chosen = sorted(range(len(candidates)), key=keys.__getitem__)[-limit:]
+    lane = partial(_lane_of, known_pods.lanes, source.at, _ms(source.at))
+    return [lane(candidates[i]) for i in chosen]
+
+
+def _created_of(known_pods: _Known, pod: PodState) -> str:
+    found = known_pods.created.get(id(pod))
+    return found if found is not None else _created(pod)
+
+
+def _lane_of(lanes: dict[int, Lane], now: float, now_ms: int, item: tuple[Any, ...]) -> list[Any]:
+    """``fleet._lane`` of the pod's row: [namespace, name, uid, verdict, bars], its open
+    last bar ending at ``now`` (``now_ms`` in the lane's ms)."""
+    pod = item[_POD]
+    found = lanes.get(id(pod))
+    flat, open_start = found if found is not None else _lane_at(pod, now)
+    if open_start is not None:
+        flat = flat.copy()
+        flat[-1] = now_ms if now >= open_start else _ms(open_start)
+    return [pod.namespace, pod.name, pod.uid, verdict_of(item), flat]
+
+
+def _fleet_of_every_pod(source: ReplaySource, swimlane_limit: int) -> dict[str, Any]:
+    """The answer from a pass over every pod (when the judging pass judged them all)."""
     pods = _Pods(source)
     fleet = Fleet(swimlane_limit)
     fleet.total = len(pods.pods)

@@ -276,18 +276,16 @@ def swimlane(chosen: list[list[Any]], left_out: int) -> dict[str, Any]:
     """Stage bars of the chosen pods (the most recently created), one lane each, as
     compact columns (milliseconds since ``base``) the page turns into WebGL segments.
     ``chosen``: [namespace, name, uid, verdict, [stage, start ms, end ms, ...]] each."""
-    starts = [flat[i] for *_, flat in chosen for i in range(1, len(flat), 3)]
-    base = min(starts) if starts else 0
+    flats = [lane[4] for lane in chosen]
+    base = min([min(flat[1::3]) for flat in flats if flat], default=0)
     bars: dict[str, list[list[int]]] = {}
-    lanes = []
-    for lane, (namespace, name, uid, verdict, flat) in enumerate(chosen):
-        lanes.append([namespace, name, uid, verdict])
-        triples = iter(flat)
-        for stage_name, start, end in zip(triples, triples, triples, strict=True):
+    for lane, flat in enumerate(flats):
+        for stage_name, start, end in zip(flat[0::3], flat[1::3], flat[2::3], strict=True):
             stage = bars.get(stage_name)
             if stage is None:
                 stage = bars[stage_name] = []
             stage.append([lane, start - base, end - base])
+    lanes = [lane[:4] for lane in chosen]
     return {"base_ms": base, "lanes": lanes, "bars": bars, "left_out": left_out}
 
 
