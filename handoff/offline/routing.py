@@ -18,6 +18,7 @@ name, so a line's worker never depends on how it was written.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from zlib import crc32
 
@@ -25,17 +26,19 @@ import orjson
 
 SHARED = -1  # a line every worker folds
 
-_OBJECT = b'"object":{"kind":"'
-_POD = b'Pod","apiVersion":"v1","metadata":{"name":"'
-_NODE = b'Node","apiVersion":"v1",'
-_CORE_EVENT = b'Event","apiVersion":"v1",'
-_NEW_EVENT = b'Event","apiVersion":"events.k8s.io/v1",'
-_INVOLVED = b'"involvedObject":{"kind":"'
-_REGARDING = b'"regarding":{"kind":"'
-_NAMESPACE = b'"namespace":"'
-_NAME = b'"name":"'
+# A line's start in the shapes read from bytes: a Pod's name; a Node; an Event, core/v1
+# (group 3 set) or events.k8s.io/v1. A string with an escape in it is not matched.
+_HEAD = re.compile(
+    rb'\{"observed":"[^"\\]*","type":"[A-Z]*","object":\{"kind":"'
+    rb'(?:Pod","apiVersion":"v1","metadata":\{"name":"([^"\\]*)"'
+    rb'|(N)ode","apiVersion":"v1",'
+    rb'|Event","apiVersion":"(?:(v1)|events\.k8s\.io/v1)",)'
+)
+# An Event's object reference: a Pod's name (group 1), or a kind other than Pod.
+_REFERENCE = rb'":\{"kind":"(?:Pod",(?:"namespace":"[^"\\]*",)?"name":"([^"\\]*)"|(?!Pod")[^"\\]*")'
+_INVOLVED = re.compile(rb'"involvedObject' + _REFERENCE)
+_REGARDING = re.compile(rb'"regarding' + _REFERENCE)
 _UNKNOWN = object()  # the bytes did not tell: parse the line
-_SCAN = 256  # the top-level "object" key comes this early in the shapes read from bytes
 
 
 def worker_of(raw: bytes, workers: int) -> int:
@@ -48,52 +51,21 @@ def worker_of(raw: bytes, workers: int) -> int:
     return crc32(name) % workers  # type: ignore[arg-type]
 
 
-def _name_from_bytes(raw: bytes) -> bytes | object | None:
+def _name_from_bytes(raw: bytes, head: Any = _HEAD.match) -> bytes | object | None:
     """The name of the pod a line is about, None for a line about no pod, or
-    ``_UNKNOWN`` when the line is not in one of the shapes read here."""
-    start = raw.find(_OBJECT, 0, _SCAN)
-    if start < 0 or not raw.startswith(b'{"observed":"'):
+    ``_UNKNOWN`` when the line is not in one of the shapes read here. Regular
+    expressions: a few C calls a line, where slicing and searching took a dozen steps
+    of Python (1.5 µs a line, read by every worker)."""
+    match = head(raw)
+    if match is None:
         return _UNKNOWN
-    at = start + len(_OBJECT)
-    if raw.startswith(_POD, at):
-        return _string(raw, at + len(_POD))
-    if raw.startswith(_NODE, at):
+    name, node, core = match.groups()
+    if name is not None:
+        return name
+    if node is not None:
         return None
-    if raw.startswith(_CORE_EVENT, at):
-        ref = raw.find(_INVOLVED, at)
-        return _UNKNOWN if ref < 0 else _regarded(raw, ref + len(_INVOLVED))
-    if raw.startswith(_NEW_EVENT, at):
-        ref = raw.find(_REGARDING, at)
-        return _UNKNOWN if ref < 0 else _regarded(raw, ref + len(_REGARDING))
-    return _UNKNOWN
-
-
-def _regarded(raw: bytes, at: int) -> bytes | object | None:
-    """The pod named by an object reference whose kind starts at ``at``: ``Pod",`` then
-    an optional namespace, then the name."""
-    kind = _string(raw, at)
-    if kind is _UNKNOWN or kind != b"Pod":
-        return kind if kind is _UNKNOWN else None
-    at += len(b'Pod",')
-    if raw.startswith(_NAMESPACE, at):
-        namespace = _string(raw, at + len(_NAMESPACE))
-        if namespace is _UNKNOWN:
-            return _UNKNOWN
-        at += len(_NAMESPACE) + len(namespace) + 2  # type: ignore[arg-type]
-        if raw[at - 1 : at] != b",":
-            return _UNKNOWN
-    if not raw.startswith(_NAME, at):
-        return _UNKNOWN
-    return _string(raw, at + len(_NAME))
-
-
-def _string(raw: bytes, at: int) -> bytes | object:
-    """The JSON string whose text starts at ``at``, when it has no escapes."""
-    end = raw.find(b'"', at)
-    if end < 0:
-        return _UNKNOWN
-    text = raw[at:end]
-    return _UNKNOWN if b"\\" in text else text
+    reference = (_INVOLVED if core is not None else _REGARDING).search(raw, match.end())
+    return _UNKNOWN if reference is None else reference.group(1)
 
 
 def _name_from_json(raw: bytes) -> bytes | None:
