@@ -17,6 +17,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from handoff.offline import fanout, routing
+from handoff.sim import Options, find_scenario, run
 from tests.offline import triage_outputs as outputs
 
 DEMO = outputs.DATA / "triage" / "demo-120s.jsonl.gz"
@@ -59,10 +60,9 @@ def test_every_kept_output_is_printed_by_workers_too(tmp_path: Path) -> None:
     assert [(key, workers) for key, workers, sha in found if sha != expected[key]] == []
 
 
-def _messy_demo(path: Path) -> Path:
-    """The demo recording with bad lines, blank lines, a second header, a kind Handoff
-    skips, a watch ERROR and a cut-off Pod line mixed in."""
-    lines = gzip.decompress(DEMO.read_bytes()).splitlines(keepends=True)
+def _messy(lines: list[bytes], path: Path) -> Path:
+    """A recording with bad lines, blank lines, a second header, a kind Handoff skips, a
+    watch ERROR and a cut-off Pod line mixed in."""
     pod = next(line for line in lines if b'"kind":"Pod"' in line)
     odd = [
         b"not json at all\n",
@@ -76,11 +76,25 @@ def _messy_demo(path: Path) -> Path:
         pod[: len(pod) // 2] + b"\n",
         b'{"observed":"not a time","type":"ADDED","object":{"kind":"Pod"}}\n',
     ]
+    lines = list(lines)
     step = len(lines) // (len(odd) + 1)
     for index, line in enumerate(odd):
         lines.insert((index + 1) * step + index, line)
     path.write_bytes(b"".join(lines))
     return path
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The demo recording (almost every verdict) and the owners scenario (a ReplicaSet
+    failing to create pods under its Deployment, a PodGC loop), each made messy."""
+    where = tmp_path_factory.mktemp("fanout")
+    owners = where / "owners.jsonl"
+    run(find_scenario("owners", None), Options(seed=1), record=owners)  # type: ignore[arg-type]
+    return {
+        "demo": _messy(gzip.decompress(DEMO.read_bytes()).splitlines(keepends=True), where / "d"),
+        "owners": _messy(owners.read_bytes().splitlines(keepends=True), where / "o"),
+    }
 
 
 def _triage(path: Path, *args: str) -> tuple[bytes, str]:
@@ -90,6 +104,7 @@ def _triage(path: Path, *args: str) -> tuple[bytes, str]:
     return out.buffer.getvalue(), err.getvalue()  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("name", ["demo", "owners"])
 @pytest.mark.parametrize(
     "args",
     [
@@ -100,11 +115,17 @@ def _triage(path: Path, *args: str) -> tuple[bytes, str]:
         ("--format", "json", "--verdict", "stuck", "--verdict", "rejected"),
     ],
 )
-def test_workers_print_what_one_process_prints(tmp_path: Path, args: tuple[str, ...]) -> None:
-    path = _messy_demo(tmp_path / "messy.jsonl")
+def test_workers_print_what_one_process_prints(
+    recordings: dict[str, Path], name: str, args: tuple[str, ...]
+) -> None:
+    path = recordings[name]
     one = _triage(path, *args, "--workers", "1")
     assert "not JSON" in one[1]
     assert "second header ignored" in one[1]
+    if name == "owners" and "--at" not in args:
+        report = json.loads(_triage(path, "--format", "json")[0])
+        assert report["owners"]["failing"]
+        assert report["owners"]["loops"]
     for workers in (2, 3, 5):
         assert _triage(path, *args, "--workers", str(workers)) == one, workers
 
