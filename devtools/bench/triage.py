@@ -92,6 +92,7 @@ def measure(path: Path, workdir: Path, rounds: int) -> dict[str, object]:
     floor_cpu: list[float] = []
     floor_wall: list[float] = []
     startup: list[float] = []
+    workers: list[int] = []  # the processes a triage of the trace took, run by run
     runs: dict[str, dict[str, list[float]]] = {
         form: {"cpu": [], "wall": [], "rss": [], "read_fold": [], "judge_report": [], "write": []}
         for form in FORMATS
@@ -102,6 +103,7 @@ def measure(path: Path, workdir: Path, rounds: int) -> dict[str, object]:
         floor_wall.append(wall)
         startup.append(command_times(triage_argv(tiny, "json"))[0])
         for form in FORMATS:
+            workers.append(workers_for(path))  # as the command decides, a moment later
             cpu, wall, rss = command_times(triage_argv(path, form))
             samples = runs[form]
             samples["cpu"].append(cpu)
@@ -115,7 +117,7 @@ def measure(path: Path, workdir: Path, rounds: int) -> dict[str, object]:
     section: dict[str, object] = {
         "trace": {"path": str(path), **section_trace},
         "rounds": rounds,
-        "workers": workers_for(path),
+        "workers": workers,
         "judged": JUDGED,
         "parse_floor": floor,
     }
@@ -164,7 +166,7 @@ def run_triage_benchmarks(results: Results, path: Path, workdir: Path, rounds: i
                 f"{figures['wall_s']} s wall ({figures['ratio_wall']}x the floor's "
                 f"{floor['wall_s']} s), {figures['cpu_s']} s CPU of all processes "
                 f"({figures['ratio_cpu']}x the floor's {floor['cpu_s']} s); "
-                f"{section['workers']} worker(s); one-process split: start-up "
+                f"worker processes by run {section['workers']}; one-process split: start-up "
                 f"{split['startup']} s, read + fold {split['read_fold']} s, judge/report "
                 f"{split['judge_report']} s, write {split['write']} s; median of {rounds}",
             )

@@ -185,3 +185,17 @@ def test_small_or_compressed_traces_are_folded_in_one_process(tmp_path: Path) ->
     assert fanout.workers_for(DEMO, 4) == 1  # gzip
     assert fanout.workers_for(plain, 4) == 4
     assert fanout.workers_for(tmp_path / "missing.jsonl", 4) == 1
+
+
+@pytest.mark.parametrize(("load", "workers"), [(0.0, 4), (0.4, 4), (1.6, 2), (2.6, 1), (9.0, 1)])
+def test_workers_go_to_idle_cores_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, load: float, workers: int
+) -> None:
+    plain = tmp_path / "demo.jsonl"
+    plain.write_bytes(gzip.decompress(DEMO.read_bytes()))
+    monkeypatch.setattr(fanout, "MIN_BYTES", 0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, 0.0, 0.0))
+
+    assert fanout.workers_for(plain) == workers
+    assert fanout.workers_for(plain, 3) == 3  # asked for: whatever the load
