@@ -121,15 +121,19 @@ class FanOut:
         self.procs: list[Any] = []
         context = multiprocessing.get_context("fork")
         job = (self.path, workers, at, stuck_after, only, form)
-        for index in range(workers):
-            mine, theirs = context.Pipe()
-            spool = self.spools[index] if self.spools else None
-            proc = context.Process(target=_work, args=(index, job, theirs, spool), daemon=True)
-            proc.start()
-            theirs.close()
-            self.conns.append(mine)
-            self.procs.append(proc)
         try:
+            for index in range(workers):
+                mine, theirs = context.Pipe()
+                spool = self.spools[index] if self.spools else None
+                proc = context.Process(target=_work, args=(index, job, theirs, spool), daemon=True)
+                self.conns.append(mine)
+                self.procs.append(proc)
+                try:
+                    proc.start()
+                except OSError as exc:
+                    self.procs.pop()
+                    raise FanOutError(f"cannot start triage worker {index + 1}: {exc}") from exc
+                theirs.close()
             folded = [self._receive(index) for index in range(workers)]
             self.timeline, self.reader, self.owners = _merge_folds(self.path, folded)
             self.now = evaluation_time(self.timeline, at)
