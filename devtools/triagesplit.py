@@ -1,12 +1,13 @@
 """One offline triage timed stage by stage on CPU, for the bench (``devtools.bench.triage``).
 
 ``python -m devtools.triagesplit TRACE json|table`` runs what ``manage.py triage --trace
-TRACE --format F`` runs after its start-up — the same functions, in the same order, the
-report written to /dev/null — and prints as JSON the pods and events folded and the CPU
-seconds of each stage: ``read_fold``, ``judge_report`` (judging every pod, ranking them,
-making their views or table rows) and ``write`` (serialising and writing). Start-up is
-timed on the command itself. A module of its own, outside ``devtools.bench``: importing
-that package would load the bench's services into the process being timed.
+TRACE --format F --workers 1`` (one process) runs after its start-up — the same functions,
+in the same order, the report written to /dev/null — and prints as JSON the pods and
+events folded and the CPU seconds of each stage: ``read_fold``, ``judge_report``
+(judging every pod, ranking them, making their views or table rows) and ``write``
+(serialising and writing). Start-up is timed on the command itself. A module of its
+own, outside ``devtools.bench``: importing that package would load the bench's services
+into the process being timed.
 """
 
 from __future__ import annotations

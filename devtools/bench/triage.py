@@ -1,11 +1,14 @@
 """Offline triage end to end (issue 19 item 7): ``manage.py triage --trace`` as a user runs
 it, start-up and report included, for the JSON and the table, against the parse floor
 measured in the same run; and where its time goes (start-up, read + fold, judge/report,
-write).
+write — the stages of the one-process path, ``devtools.triagesplit``).
 
-CPU time is the figure the target is judged on: the machine may be shared, and wall time
-there measures the neighbours. Rounds alternate floor, start-up, both formats and both
-splits, and each figure is the median of its rounds.
+A large trace is triaged by several processes (``handoff.offline.fanout``), which trades
+CPU for wall time: the target is judged on **wall** time, what the user waits for; the
+CPU of all processes (the workers included: ``wait4`` counts the children a process
+waited for) is reported beside it. On a shared machine wall time also measures the
+neighbours: quote the load average with it. Rounds alternate floor, start-up, both
+formats and both splits, and each figure is the median of its rounds.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import orjson
 from devtools.bench.fold import count_lines
 from devtools.bench.results import Figure, Results
 from handoff.core.trace import open_binary
+from handoff.offline.fanout import workers_for
 
 FORMATS = ("json", "table")
 TARGET = 2.5  # times the parse floor, whole command
+JUDGED = "wall"  # the ratio the target is judged on (the JSON's "judged")
 STARTUP_LINES = 50  # the start-up trace: the first lines of the trace, a fold of nothing
 
 
@@ -39,7 +44,8 @@ def parse_floor_times(path: Path) -> tuple[float, float]:
 
 
 def command_times(argv: list[str]) -> tuple[float, float, float]:
-    """(CPU, wall, peak RSS MiB) of a command run to completion, its output discarded."""
+    """(CPU, wall, peak RSS MiB) of a command run to completion, its output discarded; CPU
+    and RSS from ``wait4``, which include the children the command waited for."""
     wall = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
     _pid, status, usage = os.wait4(proc.pid, 0)
@@ -86,6 +92,7 @@ def measure(path: Path, workdir: Path, rounds: int) -> dict[str, object]:
     floor_cpu: list[float] = []
     floor_wall: list[float] = []
     startup: list[float] = []
+    workers: list[int] = []  # the processes a triage of the trace took, run by run
     runs: dict[str, dict[str, list[float]]] = {
         form: {"cpu": [], "wall": [], "rss": [], "read_fold": [], "judge_report": [], "write": []}
         for form in FORMATS
@@ -96,6 +103,7 @@ def measure(path: Path, workdir: Path, rounds: int) -> dict[str, object]:
         floor_wall.append(wall)
         startup.append(command_times(triage_argv(tiny, "json"))[0])
         for form in FORMATS:
+            workers.append(workers_for(path))  # as the command decides, a moment later
             cpu, wall, rss = command_times(triage_argv(path, form))
             samples = runs[form]
             samples["cpu"].append(cpu)
@@ -109,6 +117,8 @@ def measure(path: Path, workdir: Path, rounds: int) -> dict[str, object]:
     section: dict[str, object] = {
         "trace": {"path": str(path), **section_trace},
         "rounds": rounds,
+        "workers": workers,
+        "judged": JUDGED,
         "parse_floor": floor,
     }
     for form in FORMATS:
@@ -119,6 +129,7 @@ def measure(path: Path, workdir: Path, rounds: int) -> dict[str, object]:
             "wall_s": wall,
             "ratio_cpu": round(cpu / floor["cpu_s"], 2),
             "ratio_wall": round(wall / floor["wall_s"], 2),
+            "ratio_judged": round((wall if JUDGED == "wall" else cpu) / floor[f"{JUDGED}_s"], 2),
             "peak_rss_mib": round(max(samples["rss"])),
             "split_cpu_s": {
                 "startup": _median(startup),
@@ -145,15 +156,17 @@ def run_triage_benchmarks(results: Results, path: Path, workdir: Path, rounds: i
         results.add(
             Figure(
                 f"offline triage end to end, {form}",
-                figures["ratio_cpu"],
-                "x parse floor (CPU)",
-                "parse floor, CPU s",
-                floor["cpu_s"],
-                figures["ratio_cpu"],
+                figures["ratio_judged"],
+                f"x parse floor ({JUDGED})",
+                f"parse floor, {JUDGED} s",
+                floor[f"{JUDGED}_s"],
+                figures["ratio_judged"],
                 f"≤ {TARGET}x the parse floor",
-                figures["ratio_cpu"] <= TARGET,
-                f"{figures['cpu_s']} s CPU ({figures['wall_s']} s wall, "
-                f"{figures['ratio_wall']}x the floor's {floor['wall_s']} s); start-up "
+                figures["ratio_judged"] <= TARGET,
+                f"{figures['wall_s']} s wall ({figures['ratio_wall']}x the floor's "
+                f"{floor['wall_s']} s), {figures['cpu_s']} s CPU of all processes "
+                f"({figures['ratio_cpu']}x the floor's {floor['cpu_s']} s); "
+                f"worker processes by run {section['workers']}; one-process split: start-up "
                 f"{split['startup']} s, read + fold {split['read_fold']} s, judge/report "
                 f"{split['judge_report']} s, write {split['write']} s; median of {rounds}",
             )

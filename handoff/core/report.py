@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import orjson
@@ -65,16 +65,44 @@ def _ranked(
 ) -> tuple[dict[str, Any], list[tuple[Any, ...]], float]:
     """outline(), with each shown pod's judgement kept for its view."""
     now = evaluation_time(timeline, at)
-    wanted = set(only)
-    counts: Counter[str] = Counter()
-    samples = new_samples()
-    unobserved: dict[str, int] = {}
-    ranked = []
-    judge = timeline.judge
     # The report's own copy of the owners: judging here changes no shared timeline (a
     # replay's, a live fold's) and leaves nothing for the fold to write.
     owners = OwnerBook(timeline.owners.data())
-    note_ending = owners.note_ending
+    tally = judge_pods(timeline, now, stuck_after, only, owners.note_ending)
+    durations = summarise(tally.samples, tally.unobserved)
+    head = report_head(timeline, now, stuck_after, tally.counts, durations, owners, errors)
+    return head, tally.ranked, now
+
+
+class Tally:
+    """One judging pass over pods: verdict counts, duration samples and the pods to
+    show, ranked (``ranked_item``)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.samples = new_samples()
+        self.unobserved: dict[str, int] = {}
+        self.ranked: list[tuple[Any, ...]] = []
+
+
+def judge_pods(
+    timeline: Timeline,
+    now: float,
+    stuck_after: float,
+    only: Iterable[str],
+    note_ending: Callable[[PodState, str, str | None], None],
+) -> Tally:
+    """Judge every pod of ``timeline`` at ``now``, in its order; each owned pod's ending
+    goes to ``note_ending`` (an ``OwnerBook``'s, or a parallel worker's record of it)."""
+    wanted = set(only)
+    tally = Tally()
+    counts, samples, unobserved, ranked = (
+        tally.counts,
+        tally.samples,
+        tally.unobserved,
+        tally.ranked,
+    )
+    judge = timeline.judge
     with paused_gc():
         for pod in timeline.pods.values():
             judgement = judge(pod, now, stuck_after)
@@ -86,9 +114,7 @@ def _ranked(
             if not wanted or verdict in wanted:
                 ranked.append(ranked_item(pod, judgement))
         ranked.sort()
-    durations = summarise(samples, unobserved)
-    head = report_head(timeline, now, stuck_after, counts, durations, owners, errors)
-    return head, ranked, now
+    return tally
 
 
 def report_head(
@@ -159,7 +185,7 @@ def build_report(
         views = [
             pod_view(timeline, item[_POD], now, stuck_after, item[_JUDGEMENT]) for item in ranked
         ]
-    return _with_pods(head, views)
+    return with_pods(head, views)
 
 
 def build_rows(
@@ -174,7 +200,7 @@ def build_rows(
     head, ranked, _now = _ranked(timeline, at, stuck_after, errors, only)
     with paused_gc():
         rows = [row_view(timeline, item[_POD], item[_JUDGEMENT]) for item in ranked]
-    return _with_pods(head, rows)
+    return with_pods(head, rows)
 
 
 def pod_views(
@@ -207,15 +233,20 @@ def write_report_json(
 
 def write_views_json(out: IO[bytes], head: dict[str, Any], views: Iterable[dict[str, Any]]) -> None:
     """``{...head, "pods": [view, ...]}`` in the report's key order, one pod per line."""
-    first, rest = orjson.dumps(_with_pods(head, [])).split(b'"pods":[]', 1)
+    write_dumped_json(out, head, map(orjson.dumps, views))
+
+
+def write_dumped_json(out: IO[bytes], head: dict[str, Any], dumped: Iterable[bytes]) -> None:
+    """``write_views_json`` of views already serialised (``orjson.dumps``), in order."""
+    first, rest = orjson.dumps(with_pods(head, [])).split(b'"pods":[]', 1)
     out.write(first + b'"pods":[')
-    dumps, write = orjson.dumps, out.write
-    for index, view in enumerate(views):
-        write((b"\n" if index == 0 else b",\n") + dumps(view))
+    write = out.write
+    for index, view in enumerate(dumped):
+        write((b"\n" if index == 0 else b",\n") + view)
     out.write(b"\n]" + rest + b"\n")
 
 
-def _with_pods(head: dict[str, Any], views: list[dict[str, Any]]) -> dict[str, Any]:
+def with_pods(head: dict[str, Any], views: list[dict[str, Any]]) -> dict[str, Any]:
     """The report's keys in their documented order, pods after the header fields."""
     order = ("evaluated_at", "cluster", "stuck_after")
     report = {key: head[key] for key in order}

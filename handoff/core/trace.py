@@ -185,18 +185,33 @@ class TraceReader:
         for _ in self._read(self.source, handle):
             pass
 
+    def feed_numbered(
+        self,
+        numbered: Iterable[tuple[int, bytes]],
+        handle: Callable[[float, str, KubeObject], object],
+    ) -> None:
+        """``feed`` of some of the trace's lines, each with its line number: a worker of
+        a parallel triage (``offline.fanout``) folds only its share, and its errors
+        still name the lines of the whole file."""
+        for _ in self._read(self.source, handle, numbered):
+            pass
+
     def _read(
         self,
         source: str | Path | IO[bytes] | Iterable[bytes],
         handle: Callable[[float, str, KubeObject], object] | None = None,
+        numbered: Iterable[tuple[int, bytes]] | None = None,
     ) -> Iterator[WatchEvent]:
         """The hot loop: well-formed event lines decode straight into the schema,
         anything else goes through ``_parse_line``, which says what is wrong.
         One generator, opening (and closing) a path itself: a ``yield from``
         layer costs a little on every line. With ``handle`` (``feed``), events
         go to it instead and nothing is yielded."""
-        opened = open_binary(source) if isinstance(source, str | Path) else None
-        stream: Iterable[bytes] = source if opened is None else opened
+        opened = None
+        if numbered is None:
+            opened = open_binary(source) if isinstance(source, str | Path) else None
+            stream: Iterable[bytes] = source if opened is None else opened
+            numbered = enumerate(stream, 1)
         number = 0
         decode, kinds, types = LINE_DECODER.decode, self.kinds, WATCH_TYPES
         seconds = SECONDS
@@ -204,7 +219,7 @@ class TraceReader:
         # its epoch seconds: consecutive lines mostly share it.
         prefix, second = "\0", 0.0
         try:
-            for number, raw in enumerate(stream, 1):
+            for number, raw in numbered:
                 try:
                     line = decode(raw) if len(raw) <= MAX_LINE_BYTES else None
                 except (DecodeError, RecursionError):

@@ -22,9 +22,13 @@ def test_the_section_reports_both_formats_and_their_split(tmp_path: Path) -> Non
     for form in ("json", "table"):
         figures = section[form]
         assert figures["ratio_cpu"] == round(figures["cpu_s"] / floor["cpu_s"], 2)
+        assert figures["ratio_wall"] == round(figures["wall_s"] / floor["wall_s"], 2)
+        assert figures["ratio_judged"] == figures["ratio_wall"]  # what the user waits for
         split = figures["split_cpu_s"]
         assert set(split) == {"startup", "read_fold", "judge_report", "write"}
         assert all(seconds > 0 for seconds in split.values())
+    assert section["judged"] == "wall"
+    assert section["workers"] == [1, 1]  # a gzipped trace: one process, each format
     names = [figure.name for figure in results.figures]
     assert names == ["offline triage end to end, json", "offline triage end to end, table"]
     assert (tmp_path / "triage-startup.jsonl").read_bytes().count(b"\n") == 50

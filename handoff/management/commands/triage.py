@@ -20,6 +20,7 @@ from handoff.management.cliargs import (
     nothing_usable,
     why_nothing,
 )
+from handoff.offline.fanout import MAX_WORKERS, MIN_BYTES, FanOut, FanOutError, workers_for
 from handoff.offline.triage import fold_file
 
 MAX_ERRORS_PRINTED = 20
@@ -54,6 +55,14 @@ class Command(BaseCommand):
             default=[],
             help="only pods with this verdict (repeatable)",
         )
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=None,
+            help="processes to fold a trace file in (default: one per core, up to "
+            f"{MAX_WORKERS}, for an uncompressed trace of {MIN_BYTES >> 20} MiB or more; "
+            "1: one process)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         at = _parse_at(options["at"])
@@ -61,10 +70,47 @@ class Command(BaseCommand):
         if options["cluster"]:
             self._print(_live_report(options["cluster"], at, options), options)
             return
+        at_least("--workers", options["workers"], 1)
+        out = _binary(self.stdout)
+        fanned = None
         try:
-            timeline, reader = fold_file(options["trace"], until=at)
+            # In parallel when it pays; the indented JSON of a text stream (tests) is
+            # only made whole, in one process.
+            workers = workers_for(options["trace"], options["workers"])
+            if workers > 1 and (options["format"] == "table" or out is not None):
+                fanned = FanOut(
+                    options["trace"],
+                    workers,
+                    at,
+                    options["stuck_after"],
+                    options["verdict"],
+                    options["format"],
+                )
+                timeline, reader = fanned.timeline, fanned.reader
+            else:
+                timeline, reader = fold_file(options["trace"], until=at)
         except OSError as exc:
             raise CommandError(f"cannot read {options['trace']}: {exc.strerror or exc}") from exc
+        except FanOutError as exc:
+            raise CommandError(str(exc)) from exc
+        try:
+            self._report(timeline, reader, at, options, out, fanned)
+        except FanOutError as exc:
+            raise CommandError(str(exc)) from exc
+        finally:
+            if fanned is not None:
+                fanned.close()
+
+    def _report(
+        self,
+        timeline: Any,
+        reader: Any,
+        at: float | None,
+        options: dict[str, Any],
+        out: Any,
+        fanned: FanOut | None,
+    ) -> None:
+        """Bad lines to stderr, then the report (folded in one process or in ``fanned``)."""
         for error in reader.errors[:MAX_ERRORS_PRINTED]:
             self.stderr.write(f"{options['trace']}: {error}")
         if len(reader.errors) > MAX_ERRORS_PRINTED:
@@ -72,9 +118,15 @@ class Command(BaseCommand):
         if timeline.events_applied == 0 and not _read_later(options["trace"], at):
             self.stderr.write(nothing_usable(options["trace"], why_nothing(reader)))
             sys.exit(NOTHING_USABLE)
-        if options["format"] == "json" and _binary(self.stdout) is not None:
+        if fanned is not None:
+            if options["format"] == "json":
+                fanned.write_json(out)
+                out.flush()
+            else:
+                self._print(fanned.report_rows(), options)
+            return
+        if options["format"] == "json" and out is not None:
             # Written pod by pod: a trace of 100,000s of pods need not be held whole.
-            out = _binary(self.stdout)
             write_report_json(
                 out, timeline, at, options["stuck_after"], reader.errors, options["verdict"]
             )
