@@ -59,7 +59,7 @@ class Command(BaseCommand):
             "--workers",
             type=int,
             default=None,
-            help="processes to fold a trace file in (default: one per core, up to "
+            help="processes to fold a trace file in (default: one per idle core, up to "
             f"{MAX_WORKERS}, for an uncompressed trace of {MIN_BYTES >> 20} MiB or more; "
             "1: one process)",
         )
