@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -38,7 +39,12 @@ def wait_until(condition: Callable[[], object], timeout: float, what: str) -> No
 
 
 def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start a process in its own process group (so `stop` reaches its children too)."""
+    """Start a process in its own process group (so `stop` reaches its children too).
+
+    SIGINT is reset to its default in the child: a suite launched from a background
+    job runs with SIGINT ignored, and the tests that stop a process with SIGINT
+    must not depend on how the suite was started.
+    """
     with open(log, "ab") as out:
         return subprocess.Popen(
             argv,
@@ -48,7 +54,12 @@ def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subp
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_default_sigint,
         )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10) -> None:

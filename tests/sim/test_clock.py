@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -163,3 +164,28 @@ def test_simulate_refuses_paused_without_serve() -> None:
     )
     assert done.returncode != 0
     assert "--paused needs --serve" in done.stderr
+
+
+def test_simulate_serve_stops_on_sigint_even_when_started_with_it_ignored(
+    tmp_path: Path,
+) -> None:
+    """A script's background job starts its children with SIGINT ignored; Ctrl-C (or a
+    supervisor's SIGINT) must still stop the served simulator cleanly."""
+    argv = [sys.executable, "manage.py", "simulate", "--scenario", "manual-scheduling"]
+    argv += ["--serve", "127.0.0.1:0", "--kubeconfig", str(tmp_path / "kubeconfig")]
+    proc = subprocess.Popen(
+        argv,
+        cwd=BASE_DIR,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("serving manual-scheduling at ")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -131,8 +131,11 @@ class Command(BaseCommand):
             churn=options["churn"],
             file=options["file"],
         )
-        # SIGTERM stops the run cleanly, so the recording is flushed and closed.
-        signal.signal(signal.SIGTERM, _interrupt)
+        # SIGTERM and SIGINT stop the run cleanly, so the recording is flushed and
+        # closed. SIGINT is set explicitly: a process started from a script's
+        # background job inherits SIGINT ignored, and Ctrl-C must still stop it.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, _interrupt)
         if options["attach"]:
             self._attach(scenario, opts, options)
             return
