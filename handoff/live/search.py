@@ -300,19 +300,30 @@ class SearchIndex:
 # ----------------------------------------------------------------- the read side
 
 
-def candidates(client: redis.Redis, cluster: str, text: str) -> set[int]:
-    """Ordinals of the pods whose folded name may contain ``text`` (case-folded, at
-    least GRAM characters): the intersection of its rarest trigrams' postings."""
+def posting_sizes(client: redis.Redis, cluster: str, text: str) -> dict[str, int]:
+    """Ordinals in each trigram's posting of ``text`` (case-folded, at least GRAM
+    characters), dead ones included: one round trip, no posting read. The smallest bounds
+    the candidates; 0 means no pod's name holds ``text``."""
     grams = sorted(trigrams(text))
     if not grams:
         raise SearchTooShort(f"q needs at least {GRAM} characters")
     pipe = client.pipeline(transaction=False)
     for gram in grams:
         pipe.strlen(gram_key(cluster, gram))
-    sizes = pipe.execute()
-    if min(sizes) == 0:
+    return {gram: size // 4 for gram, size in zip(grams, pipe.execute(), strict=True)}
+
+
+def candidates(
+    client: redis.Redis, cluster: str, text: str, sizes: dict[str, int] | None = None
+) -> set[int]:
+    """Ordinals of the pods whose folded name may contain ``text`` (case-folded, at
+    least GRAM characters): the intersection of its rarest trigrams' postings (``sizes``:
+    ``posting_sizes``, when the caller has them)."""
+    if sizes is None:
+        sizes = posting_sizes(client, cluster, text)
+    if min(sizes.values()) == 0:
         return set()
-    rarest = [gram for _, gram in sorted(zip(sizes, grams, strict=True))[:FETCHED]]
+    rarest = sorted(sizes, key=lambda gram: (sizes[gram], gram))[:FETCHED]
     pipe = client.pipeline(transaction=False)
     for gram in rarest:
         pipe.get(gram_key(cluster, gram))
