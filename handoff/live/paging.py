@@ -27,7 +27,8 @@ from handoff.live import search, store
 MAX_LIMIT = 500
 MAX_Q = 200
 CHUNK = 1000  # index entries read per round trip while walking
-DIRECT = 4000  # names a search trigram must be in, every one, for the triage order to be walked
+DIRECT = 4000  # name-search candidates ordered directly; more: the triage order is walked
+READ_MAX = 16_000  # names every trigram of a search is in, above which no posting is read first
 WALK_MAX = 20_000  # pods a name search walks before it orders its candidates instead
 SHORT_Q = f"q needs at least {search.GRAM} characters (shorter text would match most pods)"
 Matcher = Callable[[list[tuple[float, str]]], list[tuple[float, str]]]
@@ -278,23 +279,27 @@ def _keep(
 def _search(
     client: redis.Redis, cluster: str, flt: PodFilter, after: Cursor | None, limit: int
 ) -> tuple[list[tuple[float, str]], bool]:
-    """Free text from the fold's name index (``live/search``), never a scan. When every
-    trigram of the text is in more than DIRECT names (a namespace of a large cluster, a
-    common word: the match is broad), the triage order is walked and each chunk's names
-    checked, which finds a page of a broad match in a few chunks without reading a
-    posting. Otherwise, or when the walk gives up, the rarest trigrams' postings give the
-    candidates, put in triage order by their rank scores, and only the best are resolved
-    and their names checked until the page is full."""
+    """Free text from the fold's name index (``live/search``), never a scan. The rarest
+    trigrams' postings give the candidates, unless every trigram of the text is in more
+    than READ_MAX names (a namespace of a large cluster, a common word): reading and
+    intersecting postings that large would cost more than a broad match needs. Many
+    candidates, or none read: the triage order is walked and each chunk's names checked,
+    which finds a page of a broad match in a few chunks. Few, or when the walk gives up:
+    they are put in triage order by their rank scores, and only the best are resolved and
+    their names checked until the page is full."""
     text = flt.q.casefold()
     try:
         sizes = search.posting_sizes(client, cluster, text)
     except search.SearchTooShort as exc:
         raise QueryError(SHORT_Q) from exc
-    if min(sizes.values()) > DIRECT:
+    broad = min(sizes.values()) > READ_MAX
+    found = None if broad else search.candidates(client, cluster, text, sizes)
+    if found is None or len(found) > DIRECT:
         walked = _walk(client, cluster, flt, after, limit, _named(client, cluster, text))
         if walked is not None:
             return walked
-    found = search.candidates(client, cluster, text, sizes)
+    if found is None:
+        found = search.candidates(client, cluster, text, sizes)
     if not search.current(client, cluster):  # a store the fold has not rebuilt yet
         return _looked_up(client, cluster, flt, text, found, after, limit)
     return _ranked(client, cluster, flt, text, found, after, limit)
