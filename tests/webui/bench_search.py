@@ -30,6 +30,7 @@ import string
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import django
 import orjson
@@ -92,6 +93,39 @@ def _redis_cpu(client: redis.Redis) -> float:
     return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
+def _pod_answers(client: redis.Redis, chosen: list[tuple[str, str]]) -> None:
+    """The pod page's answer (``queries.pod``, the newest pod of a name, its namesakes
+    and watch gaps) for these names: round trips, this thread's CPU, wall, Redis's CPU."""
+    trips = [0]
+    connection = client.connection_pool.get_connection("PING")
+    client.connection_pool.release(connection)
+    real = type(connection).send_packed_command
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        trips[0] += 1
+        return real(self, *args, **kwargs)
+
+    type(connection).send_packed_command = counted  # type: ignore[method-assign]
+    walls, cpus, rounds = [], [], []
+    before = _redis_cpu(client)
+    try:
+        for namespace, name in chosen:
+            trips[0] = 0
+            started, thread = time.perf_counter(), time.thread_time()
+            assert queries.pod(client, CLUSTER, namespace, name, None) is not None
+            walls.append((time.perf_counter() - started) * 1000)
+            cpus.append((time.thread_time() - thread) * 1000)
+            rounds.append(trips[0])
+    finally:
+        type(connection).send_packed_command = real  # type: ignore[method-assign]
+    served = (_redis_cpu(client) - before) / len(chosen)
+    print(
+        f"pod answer: {statistics.median(rounds):.0f} round trips, this thread's CPU median "
+        f"{statistics.median(cpus):.2f} ms, wall median {statistics.median(walls):.2f} ms, "
+        f"redis {served * 1e6:.0f} us of its CPU (INFO cpu)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pods", type=int, default=150_000)
@@ -145,6 +179,7 @@ def main() -> None:
             print(f"index memory: {index / pods:.0f} B/pod (MEMORY USAGE of the sx: keys)")
             fleet = sorted(_fleet(client) for _ in range(max(20, args.rounds // 20)))
             print(f"fleet: median {statistics.median(fleet):.1f} ms, max {fleet[-1]:.1f} ms")
+            _pod_answers(client, random.Random(7).sample(chosen, 200))
         finally:
             if proc is not None:
                 stop(proc)
