@@ -28,6 +28,7 @@ MAX_LIMIT = 500
 MAX_Q = 200
 CHUNK = 1000  # index entries read per round trip while walking
 DIRECT = 4000  # name-search candidates ordered directly; more: the triage order is walked
+READ_MAX = 16_000  # names every trigram of a search is in, above which no posting is read first
 WALK_MAX = 20_000  # pods a name search walks before it orders its candidates instead
 SHORT_Q = f"q needs at least {search.GRAM} characters (shorter text would match most pods)"
 Matcher = Callable[[list[tuple[float, str]]], list[tuple[float, str]]]
@@ -158,7 +159,8 @@ def _walk(
     match: Matcher | None = None,
 ) -> tuple[list[tuple[float, str]], bool] | None:
     """The page in triage order from the indexes. ``match`` also filters each chunk (a
-    name search); with it, the walk gives up (None) after WALK_MAX pods examined."""
+    name search); with it, the walk gives up (None) after WALK_MAX pods examined, or
+    sooner when at the rate found so far the page would not be full by then."""
     verdicts = flt.ordered_verdicts()
     sets = _filters(cluster, flt)
     verdict_keys = [store.index_key(cluster, "verdict", name) for name in verdicts]
@@ -187,9 +189,17 @@ def _walk(
             if len(found) > limit:
                 return found[:limit], True
             examined += len(chunk)
-            if match is not None and examined >= WALK_MAX:
+            if match is not None and _hopeless(len(found), examined, limit):
                 return None
     return found, False
+
+
+def _hopeless(found: int, examined: int, limit: int) -> bool:
+    """A name search's walk should stop: WALK_MAX pods examined, or matches so sparse
+    that at their rate the page would not be full within WALK_MAX (a text whose trigrams
+    are each common but rare together: its candidates are few, and ordering them is
+    cheaper than walking)."""
+    return examined >= WALK_MAX or found * WALK_MAX < (limit + 1) * examined
 
 
 def _ranged(
@@ -269,21 +279,27 @@ def _keep(
 def _search(
     client: redis.Redis, cluster: str, flt: PodFilter, after: Cursor | None, limit: int
 ) -> tuple[list[tuple[float, str]], bool]:
-    """Free text from the fold's name index (``live/search``), never a scan: the rarest
-    trigrams' postings give the candidates. Few: they are put in triage order by their
-    rank scores, and only the best are resolved and their names checked until the page
-    is full. Many (a namespace of a large cluster, a common word): the triage order is
-    walked and each chunk's names checked, which finds a page of a broad match in a few
-    chunks."""
+    """Free text from the fold's name index (``live/search``), never a scan. The rarest
+    trigrams' postings give the candidates, unless every trigram of the text is in more
+    than READ_MAX names (a namespace of a large cluster, a common word): reading and
+    intersecting postings that large would cost more than a broad match needs. Many
+    candidates, or none read: the triage order is walked and each chunk's names checked,
+    which finds a page of a broad match in a few chunks. Few, or when the walk gives up:
+    they are put in triage order by their rank scores, and only the best are resolved and
+    their names checked until the page is full."""
     text = flt.q.casefold()
     try:
-        found = search.candidates(client, cluster, text)
+        sizes = search.posting_sizes(client, cluster, text)
     except search.SearchTooShort as exc:
         raise QueryError(SHORT_Q) from exc
-    if len(found) > DIRECT:
-        walked = _walk(client, cluster, flt, after, limit, _named(client, cluster, text, found))
+    broad = min(sizes.values()) > READ_MAX
+    found = None if broad else search.candidates(client, cluster, text, sizes)
+    if found is None or len(found) > DIRECT:
+        walked = _walk(client, cluster, flt, after, limit, _named(client, cluster, text))
         if walked is not None:
             return walked
+    if found is None:
+        found = search.candidates(client, cluster, text, sizes)
     if not search.current(client, cluster):  # a store the fold has not rebuilt yet
         return _looked_up(client, cluster, flt, text, found, after, limit)
     return _ranked(client, cluster, flt, text, found, after, limit)
@@ -358,15 +374,16 @@ def _looked_up(
     return scored[:limit], len(scored) > limit
 
 
-def _named(client: redis.Redis, cluster: str, text: str, found: set[int]) -> Matcher:
-    """A walk's filter: the pods whose indexed name holds ``text`` (and is a candidate)."""
+def _named(client: redis.Redis, cluster: str, text: str) -> Matcher:
+    """A walk's filter: the pods whose indexed name holds ``text`` (such a name holds
+    every trigram of it, so its ordinal is in every posting: no candidate set needed)."""
 
     def match(chunk: list[tuple[float, str]]) -> list[tuple[float, str]]:
         named = search.names(client, cluster, [uid for _, uid in chunk])
         return [
             item
             for item, entry in zip(chunk, named, strict=True)
-            if entry is not None and entry[0] in found and text in entry[1]
+            if entry is not None and text in entry[1]
         ]
 
     return match

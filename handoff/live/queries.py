@@ -309,21 +309,25 @@ def pod(
     client: redis.Redis, cluster: str, namespace: str, name: str, uid: str | None
 ) -> dict[str, Any] | None:
     """The pod page's data: the view (``uid``, else the newest pod of that name), the
-    other pods of that name, and the watch gaps in its life."""
-    if uid:
-        raw = client.hget(store.pods_key(cluster), uid)
-        view = decode_view(raw) if raw else None
-        if view is None or (view["namespace"], view["name"]) != (namespace, name):
-            return None
+    other pods of that name, and the watch gaps in its life: two round trips (the name's
+    pods from the name index, then their views and the blind intervals)."""
+    uids = _namesakes(client, cluster, namespace, name)
+    if uid and uid not in uids:
+        uids.append(uid)
+    pipe = client.pipeline(transaction=False)
+    if uids:
+        pipe.hmget(store.pods_key(cluster), uids)
+    pipe.lrange(store.blind_key(cluster), 0, -1)
+    *raws, blind = pipe.execute()
     candidates = [
         view
-        for view in views(client, cluster, _namesakes(client, cluster, namespace, name)).values()
+        for view in (decode_view(raw) for raw in (raws[0] if raws else []) if raw)
         if (view["namespace"], view["name"]) == (namespace, name)
     ]
     chosen = pick(candidates, uid)
     if chosen is None:
         return None
-    gaps = watch_gaps(client, cluster, chosen)
+    gaps = watch_gaps(client, cluster, chosen, blind)
     return {**with_others(chosen, candidates), "watch_gaps": gaps}
 
 
@@ -331,18 +335,26 @@ def _namesakes(client: redis.Redis, cluster: str, namespace: str, name: str) -> 
     """The uids of a name's pods (case aside: the caller compares the views' names),
     from the fold's name index (``live/search``): no scan."""
     text = search.fold(namespace, name)
-    found = search.lookup(client, cluster, search.candidates(client, cluster, text))
-    return [uid for uid, (folded, _) in found.items() if folded == text]
+    found = search.namesakes(client, cluster, text)
+    if found is not None:
+        return found
+    named = search.lookup(client, cluster, search.candidates(client, cluster, text))
+    return sorted(uid for uid, (folded, _) in named.items() if folded == text)
 
 
-def watch_gaps(client: redis.Redis, cluster: str, view: dict[str, Any]) -> list[dict[str, str]]:
+def watch_gaps(
+    client: redis.Redis, cluster: str, view: dict[str, Any], blind: list[bytes] | None = None
+) -> list[dict[str, str]]:
     """The cluster's blind intervals (a watch relisted after a gap) that overlap the
-    pod's life: what happened to it then was not seen as it happened."""
+    pod's life: what happened to it then was not seen as it happened. ``blind``: the
+    cluster's list as read already, else read here."""
     milestones = view.get("milestones") or {}
     born = milestones.get("created") or milestones.get("bound") or ""
     gone = milestones.get("deleted") or "9999"
     gaps = []
-    for raw in client.lrange(store.blind_key(cluster), 0, -1):
+    if blind is None:
+        blind = client.lrange(store.blind_key(cluster), 0, -1)
+    for raw in blind:
         gap = orjson.loads(raw)
         if isinstance(gap, dict) and gap.get("to", "") >= born and gap.get("from", "") <= gone:
             gaps.append(gap)

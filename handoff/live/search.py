@@ -300,19 +300,30 @@ class SearchIndex:
 # ----------------------------------------------------------------- the read side
 
 
-def candidates(client: redis.Redis, cluster: str, text: str) -> set[int]:
-    """Ordinals of the pods whose folded name may contain ``text`` (case-folded, at
-    least GRAM characters): the intersection of its rarest trigrams' postings."""
+def posting_sizes(client: redis.Redis, cluster: str, text: str) -> dict[str, int]:
+    """Ordinals in each trigram's posting of ``text`` (case-folded, at least GRAM
+    characters), dead ones included: one round trip, no posting read. The smallest bounds
+    the candidates; 0 means no pod's name holds ``text``."""
     grams = sorted(trigrams(text))
     if not grams:
         raise SearchTooShort(f"q needs at least {GRAM} characters")
     pipe = client.pipeline(transaction=False)
     for gram in grams:
         pipe.strlen(gram_key(cluster, gram))
-    sizes = pipe.execute()
-    if min(sizes) == 0:
+    return {gram: size // 4 for gram, size in zip(grams, pipe.execute(), strict=True)}
+
+
+def candidates(
+    client: redis.Redis, cluster: str, text: str, sizes: dict[str, int] | None = None
+) -> set[int]:
+    """Ordinals of the pods whose folded name may contain ``text`` (case-folded, at
+    least GRAM characters): the intersection of its rarest trigrams' postings (``sizes``:
+    ``posting_sizes``, when the caller has them)."""
+    if sizes is None:
+        sizes = posting_sizes(client, cluster, text)
+    if min(sizes.values()) == 0:
         return set()
-    rarest = [gram for _, gram in sorted(zip(sizes, grams, strict=True))[:FETCHED]]
+    rarest = sorted(sizes, key=lambda gram: (sizes[gram], gram))[:FETCHED]
     pipe = client.pipeline(transaction=False)
     for gram in rarest:
         pipe.get(gram_key(cluster, gram))
@@ -448,6 +459,56 @@ def _batched(
     for start in range(0, len(ordinals), SCRIPT_BATCH):
         pipe.eval(script, 1, key, *args, *ordinals[start : start + SCRIPT_BATCH])
     return [item for reply in pipe.execute() for item in reply]
+
+
+# KEYS[1]: the names hash. ARGV[1]: the trigram keys' prefix, ARGV[2]: the ordinal
+# shards' prefix, ARGV[3]: the most ordinals the rarest posting may hold, ARGV[4]: the
+# folded name, then its trigrams. The uids whose names entry is exactly that name, from
+# the rarest trigrams' postings intersected here; false when the rarest posting holds more
+# than ARGV[3] ordinals (the caller reads them itself: a script that long would hold Redis).
+_NAMESAKES = """
+local grams = {}
+for i = 5, #ARGV do
+  grams[#grams + 1] = {redis.call('strlen', ARGV[1] .. ARGV[i]), ARGV[i]}
+end
+table.sort(grams, function(a, b)
+  if a[1] ~= b[1] then return a[1] < b[1] end
+  return a[2] < b[2]
+end)
+if grams[1][1] == 0 then return {} end
+if grams[1][1] / 4 > tonumber(ARGV[3]) then return false end
+local found, count
+for k = 1, math.min(FETCHED, #grams) do
+  local blob, kept, n = redis.call('get', ARGV[1] .. grams[k][2]), {}, 0
+  for j = 1, #blob - 3, 4 do
+    local o = struct.unpack('<I4', blob, j)
+    if found == nil or found[o] then kept[o] = true; n = n + 1 end
+  end
+  found, count = kept, n
+  if count <= 64 then break end
+end
+local out = {}
+for o in pairs(found) do
+  local uid = redis.call('hget', ARGV[2] .. math.floor(o / SHARD), o % SHARD)
+  if uid and redis.call('hget', KEYS[1], uid) == string.format('%d', o) .. '\t' .. ARGV[4] then
+    out[#out + 1] = uid
+  end
+end
+return out
+""".replace("SHARD", str(1 << SHARD_BITS)).replace("FETCHED", str(FETCHED))
+NAMESAKES_MAX = 8192  # ordinals of the rarest posting the namesakes script reads at most
+
+
+def namesakes(client: redis.Redis, cluster: str, text: str) -> list[str] | None:
+    """The uids of the pods whose folded ``namespace/name`` is ``text``, in one round
+    trip; None when the name's rarest trigram is in more than NAMESAKES_MAX names (then
+    ``candidates`` and ``lookup`` answer, in three)."""
+    prefixes = [gram_key(cluster, ""), ordinal_key(cluster, 0)[:-1]]
+    grams = sorted(trigrams(text))
+    if not grams:
+        raise SearchTooShort(f"q needs at least {GRAM} characters")
+    reply = client.eval(_NAMESAKES, 1, names_key(cluster), *prefixes, NAMESAKES_MAX, text, *grams)
+    return None if reply is None else sorted(uid.decode() for uid in reply)
 
 
 def names(client: redis.Redis, cluster: str, pods: list[str]) -> list[tuple[int, str] | None]:

@@ -74,6 +74,8 @@ def test_search_equals_reading_every_view(redis_client, scale_trace, monkeypatch
     _check(redis_client, "sx")  # few candidates: ordered directly
     monkeypatch.setattr(paging, "DIRECT", 5)  # many: the triage order is walked
     _check(redis_client, "sx")
+    monkeypatch.setattr(paging, "READ_MAX", 5)  # broad: walked before reading a posting
+    _check(redis_client, "sx")
     monkeypatch.setattr(paging, "WALK_MAX", 50)  # a long walk gives up and orders
     _check(redis_client, "sx")
 

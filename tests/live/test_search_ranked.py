@@ -125,8 +125,58 @@ def test_pages_equal_a_brute_force_filter(redis_client, written, monkeypatch):
     assert search.current(redis_client, CLUSTER)
     assert _agree(redis_client, filters) > 100  # most terms find pods
     monkeypatch.setattr(paging, "DIRECT", 40)  # broad terms walk the triage order
-    monkeypatch.setattr(paging, "WALK_MAX", 300)  # and give up walking, then rank
     assert _agree(redis_client, filters[::3], limit=100) > 30
+    monkeypatch.setattr(paging, "READ_MAX", 40)  # and read no posting first
+    assert _agree(redis_client, filters[1::3], limit=100) > 30
+    monkeypatch.setattr(paging, "WALK_MAX", 300)  # and give up walking, then rank
+    assert _agree(redis_client, filters[2::3], limit=100) > 30
+
+
+@pytest.fixture
+def postings_read(monkeypatch) -> list[str]:
+    """The trigram postings any client GETs meanwhile (pipelines included)."""
+    seen: list[str] = []
+    real = redis.Redis.get
+    prefix = search.gram_key(CLUSTER, "")
+
+    def spy(self, key, *args, **kwargs):
+        if str(key).startswith(prefix):
+            seen.append(key)
+        return real(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(redis.Redis, "get", spy)
+    return seen
+
+
+def test_a_broad_search_walks_without_reading_a_posting(
+    redis_client, written, monkeypatch, postings_read
+):
+    # Every trigram of "team-" is in each of the 3,000 names: reading and intersecting
+    # postings that large (270,000 ordinals each at scale) was most of a broad search's
+    # CPU, while the walk's first chunk finds the page.
+    monkeypatch.setattr(paging, "READ_MAX", 2000)
+    flt = PodFilter(q="team-")
+    page = paging.pods_page(redis_client, CLUSTER, flt, None, 100)
+    assert [pod["uid"] for pod in page.pods] == _brute_force(redis_client, flt)[:100]
+    assert postings_read == []
+
+
+def test_common_trigrams_rare_together_stop_the_walk_after_one_chunk(
+    redis_client, written, monkeypatch
+):
+    # Each trigram is in more than READ_MAX names, the text in a handful: at the rate the
+    # first chunk finds them a page would take more than WALK_MAX pods, so the walk stops
+    # there and the candidates are ordered directly.
+    views = sorted(queries.all_views(redis_client, CLUSTER), key=lambda view: view["uid"])
+    filters = (PodFilter(q=f"{view['namespace']}/{view['name'][:8]}") for view in views)
+    flt = next(f for f in filters if len(_brute_force(redis_client, f)) <= 5)  # a handful
+    sizes = search.posting_sizes(redis_client, CLUSTER, flt.q.casefold())
+    monkeypatch.setattr(paging, "READ_MAX", min(sizes.values()) - 1)
+    chunks = []
+    real = search.names
+    monkeypatch.setattr(search, "names", lambda *args: chunks.append(1) or real(*args))
+    assert _pages(redis_client, flt, 100) == _brute_force(redis_client, flt)
+    assert len(chunks) == 1
 
 
 def test_renames_verdict_changes_deletions_and_recreations(redis_client, written):

@@ -3,12 +3,19 @@
 (views, indexes, the trigram name index) into a private redis-server, then the pods
 API's search query (``paging.pods_page`` with ``q``, the first page of 100, Redis round
 trips included, no HTTP) for the pages bench's terms: name prefixes, fragments,
-namespaces, namespace/prefix and no match. Prints median, p95, p99, Redis's own time per
-search (its CPU time, ``INFO cpu``) and the index's memory;
+namespaces, namespace/prefix and no match. Prints median, p95, p99, the searching
+thread's own CPU time per search (which the machine's load inflates far less than wall
+time), Redis's own time per search (its CPU time, ``INFO cpu``) and the index's memory;
 then the same for the fleet API's answer from the kept aggregates (``queries.fleet_kept``
 + ``fleet.kept_fleet``, the 10,000-pod swimlane included, JSON-encoded).
 
     .venv/bin/python -m tests.webui.bench_search [--pods 150000] [--rounds 600]
+        [--names deployment|scale] [--url redis://...]
+
+``--names scale`` names the pods as the scale trace (and so the pages bench) does:
+``team-<i mod 7>/load-<i mod 150,000>``, churn re-creating names, so a prefix such as
+``load-`` or a namespace matches a large share of the store. ``--url`` uses that Redis and
+fills it only when it holds no pods (A/B runs of two checkouts on the same data).
 
 Not a test: figures depend on the machine (say how loaded it was when you quote them).
 """
@@ -23,6 +30,7 @@ import string
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import django
 import orjson
@@ -55,16 +63,19 @@ def names(count: int, seed: int = 3) -> list[tuple[str, str]]:
     return out
 
 
-def fill(client: redis.Redis, pods: int) -> list[tuple[str, str]]:
+def scale_names(count: int) -> list[tuple[str, str]]:
+    return [(f"team-{i % 7}", f"load-{i % 150_000:05d}") for i in range(count)]
+
+
+def fill(client: redis.Redis, chosen: list[tuple[str, str]]) -> None:
+    pods = len(chosen)
     base = template(client)
-    chosen = names(pods)
     previous: dict = {}
     for start in range(0, pods, 5000):
         views = make_views(base, min(5000, pods - start), seed=start)
         for offset, view in enumerate(views.values()):
             view["namespace"], view["name"] = chosen[start + offset]
         write(client, CLUSTER, views, previous)
-    return chosen
 
 
 def _fleet(client: redis.Redis) -> float:
@@ -82,28 +93,66 @@ def _redis_cpu(client: redis.Redis) -> float:
     return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
+def _pod_answers(client: redis.Redis, chosen: list[tuple[str, str]]) -> None:
+    """The pod page's answer (``queries.pod``, the newest pod of a name, its namesakes
+    and watch gaps) for these names: round trips, this thread's CPU, wall, Redis's CPU."""
+    trips = [0]
+    connection = client.connection_pool.get_connection("PING")
+    client.connection_pool.release(connection)
+    real = type(connection).send_packed_command
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        trips[0] += 1
+        return real(self, *args, **kwargs)
+
+    type(connection).send_packed_command = counted  # type: ignore[method-assign]
+    walls, cpus, rounds = [], [], []
+    before = _redis_cpu(client)
+    try:
+        for namespace, name in chosen:
+            trips[0] = 0
+            started, thread = time.perf_counter(), time.thread_time()
+            assert queries.pod(client, CLUSTER, namespace, name, None) is not None
+            walls.append((time.perf_counter() - started) * 1000)
+            cpus.append((time.thread_time() - thread) * 1000)
+            rounds.append(trips[0])
+    finally:
+        type(connection).send_packed_command = real  # type: ignore[method-assign]
+    served = (_redis_cpu(client) - before) / len(chosen)
+    print(
+        f"pod answer: {statistics.median(rounds):.0f} round trips, this thread's CPU median "
+        f"{statistics.median(cpus):.2f} ms, wall median {statistics.median(walls):.2f} ms, "
+        f"redis {served * 1e6:.0f} us of its CPU (INFO cpu)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pods", type=int, default=150_000)
     parser.add_argument("--rounds", type=int, default=600)
+    parser.add_argument("--names", choices=("deployment", "scale"), default="deployment")
+    parser.add_argument("--url", default="")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        proc, url = start_redis(Path(work))
+        proc, url = (None, args.url) if args.url else start_redis(Path(work))
         try:
             client = redis.Redis.from_url(url)
-            chosen = fill(client, args.pods)
+            chosen = names(args.pods) if args.names == "deployment" else scale_names(args.pods)
+            if not client.hlen(store.pods_key(CLUSTER)):
+                fill(client, chosen)
             terms = search_terms(random.Random(5).sample(chosen, 50))
-            samples, found = [], []
+            samples, cpus, found = [], [], []
             cpu = _redis_cpu(client)
             for i in range(args.rounds):
                 term = terms[i % len(terms)]
-                started = time.perf_counter()
+                started, thread = time.perf_counter(), time.thread_time()
                 try:
                     page = paging.pods_page(client, CLUSTER, PodFilter(q=term), None, 100)
                     found.append(len(page.pods))
                 except QueryError:
                     found.append(-1)
                 samples.append((time.perf_counter() - started) * 1000)
+                cpus.append((time.thread_time() - thread) * 1000)
             samples.sort()
             served = _redis_cpu(client) - cpu
             index = sum(
@@ -118,14 +167,22 @@ def main() -> None:
                 f"search: median {median:.1f} ms, p95 {p95:.1f} ms, p99 {p99:.1f} ms, "
                 f"max {samples[-1]:.1f} ms"
             )
+            cpus.sort()
+            high = (cpus[int(len(cpus) * share) - 1] for share in (0.95, 0.99))
+            print(
+                "search, this thread's CPU: median {:.1f} ms, p95 {:.1f} ms, p99 {:.1f} ms, "
+                "max {:.1f} ms".format(statistics.median(cpus), *high, cpus[-1])
+            )
             print(f"redis: {served / args.rounds * 1e6:.0f} us of its CPU per search (INFO cpu)")
             full, empty = sum(1 for n in found if n >= 100), sum(1 for n in found if n == 0)
             print(f"pages: {full} full, {empty} empty, {found.count(-1)} refused")
             print(f"index memory: {index / pods:.0f} B/pod (MEMORY USAGE of the sx: keys)")
             fleet = sorted(_fleet(client) for _ in range(max(20, args.rounds // 20)))
             print(f"fleet: median {statistics.median(fleet):.1f} ms, max {fleet[-1]:.1f} ms")
+            _pod_answers(client, random.Random(7).sample(chosen, 200))
         finally:
-            stop(proc)
+            if proc is not None:
+                stop(proc)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import pytest
 import redis
 from django.contrib.auth.models import User
 
-from handoff.live import paging, queries, store
+from handoff.live import paging, queries, search, store
 from tests.webui.detail.tracedata import TRACES, fold_into_redis
 
 pytestmark = pytest.mark.django_db
@@ -75,3 +75,50 @@ def test_a_page_walks_no_empty_verdict_index(signed_in, redis_client, monkeypatc
         assert body["pods"], query
         assert walked, query
         assert all(redis_client.zcard(key) for key in walked), (query, walked)
+
+
+@pytest.fixture
+def round_trips(monkeypatch) -> list[int]:
+    """Commands and pipelines sent to Redis meanwhile (one per round trip), by any client."""
+    sent: list[int] = []
+    real = redis.connection.Connection.send_packed_command
+
+    def spy(self, *args, **kwargs):
+        sent.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.connection.Connection, "send_packed_command", spy)
+    return sent
+
+
+def test_the_pod_answer_takes_two_round_trips_and_finds_every_namesake(
+    redis_client, round_trips, monkeypatch
+):
+    # Five before (posting sizes, postings, lookup, views, blind intervals): each one
+    # more wait for Redis and for the GIL under load (issue 19.5, the pod page's tail).
+    fold_into_redis(redis_client, "c-pod", TRACES / "node-lost.jsonl")
+    stored = list(queries.pod_views(redis_client, "c-pod").values())
+    redis_client.ping()  # the connection is made before counting
+    for view in stored:
+        round_trips.clear()
+        answer = queries.pod(redis_client, "c-pod", view["namespace"], view["name"], view["uid"])
+        assert len(round_trips) == 2
+        same = {
+            other["uid"]
+            for other in stored
+            if (other["namespace"], other["name"]) == (view["namespace"], view["name"])
+        }
+        assert answer["uid"] == view["uid"]
+        assert {o["uid"] for o in answer["same_name"]} | {view["uid"]} == same
+    first, last = stored[0], stored[-1]
+    assert queries.pod(redis_client, "c-pod", first["namespace"], first["name"], "nope") is None
+    if (first["namespace"], first["name"]) != (last["namespace"], last["name"]):
+        assert (
+            queries.pod(redis_client, "c-pod", first["namespace"], first["name"], last["uid"])
+            is None
+        )
+    answers = [queries.pod(redis_client, "c-pod", v["namespace"], v["name"], None) for v in stored]
+    monkeypatch.setattr(search, "NAMESAKES_MAX", 0)  # a name of common trigrams only: the
+    assert answers == [  # postings read here, as before
+        queries.pod(redis_client, "c-pod", v["namespace"], v["name"], None) for v in stored
+    ]
