@@ -3,11 +3,13 @@
 Each worker (a forked process) reads the whole file, folds the lines about its share of
 the pods (``routing.Share``: by pod name, read from the line's bytes, so the other
 lines are never decoded) and every line about no pod (nodes, workloads' Events, the
-header, bad lines), then judges its pods and makes their views or table rows. The
-parent merges what only the whole fold knows — the evaluation time, the owners (their
-failures, the Deployments behind ReplicaSets, how their pods ended) in the order the
-one-process fold met them, the counts and durations — and writes the report with the
-pods in its rank order. The output is the one-process path's, byte for byte.
+header, bad lines), then judges its pods, sends that judging, and makes their views (into
+a spool file, ``viewspool``) or table rows. The parent merges what only the whole fold
+knows — the evaluation time, the owners (their failures, the Deployments behind
+ReplicaSets, how their pods ended) in the order the one-process fold met them, the
+counts and durations, the rank order — while the workers make views, and writes the
+report with the pods in its rank order once they are done. The output is the
+one-process path's, byte for byte.
 
 Lines every worker folds are counted once: in every worker but the first, what they add
 to the counts (events applied, skipped kinds, watch errors, bad lines) is set aside.
@@ -115,7 +117,7 @@ class FanOut:
         self.path = str(path)
         self.stuck_after = stuck_after
         self.form = form
-        # Unnamed files the workers write their views to (the parent reads them back).
+        # Unnamed files the workers write their views to (the parent writes them out).
         self.spools = [new_spool() for _ in range(workers)] if form == "json" else []
         self.conns: list[Connection] = []
         self.procs: list[Any] = []

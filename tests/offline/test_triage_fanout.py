@@ -185,6 +185,10 @@ def _fail_judging(*args: object) -> None:
     raise RuntimeError("judging broke")
 
 
+def _fail_making(*args: object) -> None:
+    raise RuntimeError("views broke")
+
+
 def _end_folding(*args: object) -> None:
     os._exit(3)
 
@@ -193,6 +197,7 @@ def _end_folding(*args: object) -> None:
     ("where", "replacement", "message"),
     [
         ("_judge_share", _fail_judging, "failed: RuntimeError('judging broke')"),
+        ("_make_share", _fail_making, "failed: RuntimeError('views broke')"),
         ("_fold_share", _end_folding, "ended without a result (exit code 3)"),
     ],
 )
