@@ -75,7 +75,11 @@ def _mapped(spool: IO[bytes]) -> memoryview:
     not a page fault per page as a view is written); unmapped when the last slice of
     it goes. Reading 50 MB into one ``bytes`` took longer than writing it out."""
     flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-    return memoryview(mmap.mmap(spool.fileno(), 0, flags=flags, prot=mmap.PROT_READ))
+    try:
+        return memoryview(mmap.mmap(spool.fileno(), 0, flags=flags, prot=mmap.PROT_READ))
+    except OSError:  # a TMPDIR whose file system cannot map files: read, as before
+        spool.seek(0)
+        return memoryview(spool.read())
 
 
 def write_pieces(out: IO[bytes], pieces: Sequence[bytes | memoryview]) -> None:

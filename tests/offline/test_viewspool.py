@@ -93,3 +93,21 @@ def test_a_short_write_is_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     assert len(short) == 2  # 1,602 pieces: two batches, each cut short
     assert (tmp_path / "report.json").read_bytes() == _expected([every[i] for i in order])
+
+
+def test_spools_that_cannot_be_mapped_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parts = [_views(40, 1), _views(30, 2)]
+    every = [view for part in parts for view in part]
+    order = list(range(len(every)))[::-1]
+    spools, sizes = _spooled(parts)
+
+    def unmappable(*args: object, **kwargs: object) -> None:
+        raise OSError(19, "No such device")  # ENODEV: the file system maps no files
+
+    monkeypatch.setattr(viewspool.mmap, "mmap", unmappable)
+    buffer = io.BytesIO()
+    opening, closing = json_frame(HEAD)
+    viewspool.write_in_order(buffer, opening, spools, sizes, order, closing)  # type: ignore[arg-type]
+    assert buffer.getvalue() == _expected([every[i] for i in order])
