@@ -95,9 +95,7 @@ def test_a_short_write_is_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert (tmp_path / "report.json").read_bytes() == _expected([every[i] for i in order])
 
 
-def test_spools_that_cannot_be_mapped_are_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_spools_that_cannot_be_mapped_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
     parts = [_views(40, 1), _views(30, 2)]
     every = [view for part in parts for view in part]
     order = list(range(len(every)))[::-1]
