@@ -238,12 +238,19 @@ def write_views_json(out: IO[bytes], head: dict[str, Any], views: Iterable[dict[
 
 def write_dumped_json(out: IO[bytes], head: dict[str, Any], dumped: Iterable[bytes]) -> None:
     """``write_views_json`` of views already serialised (``orjson.dumps``), in order."""
-    first, rest = orjson.dumps(with_pods(head, [])).split(b'"pods":[]', 1)
-    out.write(first + b'"pods":[')
+    opening, closing = json_frame(head)
+    out.write(opening)
     write = out.write
     for index, view in enumerate(dumped):
         write((b"\n" if index == 0 else b",\n") + view)
-    out.write(b"\n]" + rest + b"\n")
+    out.write(closing)
+
+
+def json_frame(head: dict[str, Any]) -> tuple[bytes, bytes]:
+    """The report's JSON before its first pod view (up to ``"pods":[``) and after its
+    last (from the ``]``); the views go between, each on its own line."""
+    first, rest = orjson.dumps(with_pods(head, [])).split(b'"pods":[]', 1)
+    return first + b'"pods":[', b"\n]" + rest + b"\n"
 
 
 def with_pods(head: dict[str, Any], views: list[dict[str, Any]]) -> dict[str, Any]:

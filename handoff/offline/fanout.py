@@ -1,13 +1,15 @@
 """Offline triage of a large trace in several processes: the same report, sooner.
 
 Each worker (a forked process) reads the whole file, folds the lines about its share of
-the pods (``routing.worker_of``: by pod name, read from the line's bytes, so the other
+the pods (``routing.Share``: by pod name, read from the line's bytes, so the other
 lines are never decoded) and every line about no pod (nodes, workloads' Events, the
-header, bad lines), then judges its pods and makes their views or table rows. The
-parent merges what only the whole fold knows — the evaluation time, the owners (their
-failures, the Deployments behind ReplicaSets, how their pods ended) in the order the
-one-process fold met them, the counts and durations — and writes the report with the
-pods in its rank order. The output is the one-process path's, byte for byte.
+header, bad lines), then judges its pods, sends that judging, and makes their views (into
+a spool file, ``viewspool``) or table rows. The parent merges what only the whole fold
+knows — the evaluation time, the owners (their failures, the Deployments behind
+ReplicaSets, how their pods ended) in the order the one-process fold met them, the
+counts and durations, the rank order — while the workers make views, and writes the
+report with the pods in its rank order once they are done. The output is the
+one-process path's, byte for byte.
 
 Lines every worker folds are counted once: in every worker but the first, what they add
 to the counts (events applied, skipped kinds, watch errors, bad lines) is set aside.
@@ -21,14 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import heapq
 import multiprocessing
 import os
-import tempfile
 import traceback
-from array import array
 from collections import Counter
 from collections.abc import Iterator
+from itertools import chain
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any
@@ -40,17 +40,19 @@ from handoff.core.gcpause import paused_gc
 from handoff.core.owners import OwnerBook, OwnerData
 from handoff.core.podstate import PodState
 from handoff.core.report import (
+    Tally,
     evaluation_time,
+    json_frame,
     judge_pods,
     report_head,
     with_pods,
-    write_dumped_json,
 )
 from handoff.core.timeline import Timeline
 from handoff.core.trace import GZIP_MAGIC, READ_BUFFER, TraceReader
 from handoff.core.views import pod_view, row_view
 from handoff.interop.importers import open_events
-from handoff.offline.routing import SHARED, worker_of
+from handoff.offline.routing import Share
+from handoff.offline.viewspool import new_spool, spool_views, write_in_order
 
 # Below this size a trace is folded in one process: the workers' start and their reads
 # of the whole file would cost more than they save.
@@ -115,8 +117,8 @@ class FanOut:
         self.path = str(path)
         self.stuck_after = stuck_after
         self.form = form
-        # Unnamed files the workers write their views to (the parent reads them back).
-        self.spools = [_spool() for _ in range(workers)] if form == "json" else []
+        # Unnamed files the workers write their views to (the parent writes them out).
+        self.spools = [new_spool() for _ in range(workers)] if form == "json" else []
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         context = multiprocessing.get_context("fork")
@@ -159,13 +161,11 @@ class FanOut:
             )
         return message
 
-    def _judged(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Every worker's judging, and the report's header from all of it."""
-        try:
-            parts = [self._receive(index) for index in range(len(self.procs))]
-        except BaseException:
-            self.close()
-            raise
+    def _judged(self) -> tuple[dict[str, Any], list[int]]:
+        """The report's header from every worker's judging, and the report's order of
+        their pods (``_rank_order``). Workers send their judging before they make their
+        views or rows, so this is done while they make them."""
+        parts = self._receive_all()
         counts: Counter[str] = Counter()
         samples = new_samples()
         unobserved: Counter[str] = Counter()
@@ -190,25 +190,31 @@ class FanOut:
             self.owners,
             self.reader.errors,
         )
-        return head, parts
+        return head, _rank_order([part["keys"] for part in parts])
+
+    def _receive_all(self) -> list[dict[str, Any]]:
+        try:
+            return [self._receive(index) for index in range(len(self.procs))]
+        except BaseException:
+            self.close()
+            raise
 
     def write_json(self, out: IO[bytes]) -> None:
         """The streamed triage JSON (``report.write_report_json``'s bytes)."""
-        head, parts = self._judged()
+        head, order = self._judged()
         try:
-            for spool in self.spools:
-                spool.seek(0)
-            reads = [spool.read for spool in self.spools]
-            order = _in_rank_order(parts, "sizes")
-            write_dumped_json(out, head, (reads[index](size) for _k, index, size in order))
+            sizes = [part["sizes"] for part in self._receive_all()]
+            opening, closing = json_frame(head)
+            write_in_order(out, opening, self.spools, sizes, order, closing)
         finally:
             self.close()
 
     def report_rows(self) -> dict[str, Any]:
         """``report.build_rows``'s report, for the table."""
-        head, parts = self._judged()
+        head, order = self._judged()
+        rows = list(chain.from_iterable(part["rows"] for part in self._receive_all()))
         self.close()
-        return with_pods(head, [row for _k, _i, row in _in_rank_order(parts, "rows")])
+        return with_pods(head, [rows[index] for index in order])
 
     def close(self) -> None:
         """Stop the workers (finished ones are gone already) and drop the spools."""
@@ -222,19 +228,13 @@ class FanOut:
             spool.close()
 
 
-def _in_rank_order(parts: list[dict[str, Any]], field: str) -> Iterator[tuple[Any, int, Any]]:
-    """(rank key, worker, the pod's ``field`` entry) of every worker's pods, merged into
-    the report's order (worst first, then oldest; the uid in the key makes it total)."""
-    return heapq.merge(*(_tagged(part, index, field) for index, part in enumerate(parts)))
-
-
-def _tagged(part: dict[str, Any], index: int, field: str) -> Iterator[tuple[Any, int, Any]]:
-    for key, value in zip(part["keys"], part[field], strict=True):
-        yield key, index, value
-
-
-def _spool() -> IO[bytes]:
-    return tempfile.TemporaryFile()
+def _rank_order(keys: list[list[tuple[Any, ...]]]) -> list[int]:
+    """Every worker's pods (their rank keys, each worker's in its rank order) in the
+    report's order (worst first, then oldest; the uid in the key makes it total), as
+    indexes into all of them laid end to end. A sort that finds each worker's keys
+    already in order merges them, comparing keys in C."""
+    every = list(chain.from_iterable(keys))
+    return sorted(range(len(every)), key=every.__getitem__)
 
 
 class PodEnding:
@@ -311,7 +311,9 @@ def _work(index: int, job: tuple[Any, ...], conn: Connection, spool: IO[bytes] |
         timeline, reader, book, lines = _fold_share(path, index, workers, at)
         conn.send(_fold_result(index, timeline, reader, book, lines))
         now, deployments = conn.recv()
-        conn.send(_judge_share(timeline, now, stuck_after, only, form, deployments, spool))
+        tally, judged = _judge_share(timeline, now, stuck_after, only, deployments)
+        conn.send(judged)
+        conn.send(_make_share(timeline, tally, now, stuck_after, form, spool))
     except BaseException as exc:  # sent to the parent, which raises it
         with contextlib.suppress(OSError):
             conn.send({"failed": f"{exc!r}\n{traceback.format_exc()}"})
@@ -355,33 +357,31 @@ def _share(
 ) -> Iterator[tuple[int, bytes]]:
     """This worker's lines, numbered as in the file; in every worker but the first, what
     a shared line adds to the counts is put aside once the fold is done with it."""
-    number = 0
     with open(path, "rb", buffering=READ_BUFFER) as stream:
-        for number, raw in enumerate(stream, 1):
-            owner = worker_of(raw, workers)
-            if owner == index or (owner == SHARED and index == 0):
-                book.line = number
+        share = Share(stream, index, workers)
+        for number, raw, shared in share:
+            book.line = number
+            if not shared or index == 0:
                 yield number, raw
-            elif owner == SHARED:
-                book.line = number
-                counted = (
-                    timeline.events_applied,
-                    timeline.skipped,
-                    timeline.watch_errors,
-                    reader.errors,
-                    reader.skipped,
-                )
-                timeline.skipped, timeline.watch_errors = Counter(), []
-                reader.errors, reader.skipped = [], Counter()
-                yield number, raw
-                (
-                    timeline.events_applied,
-                    timeline.skipped,
-                    timeline.watch_errors,
-                    reader.errors,
-                    reader.skipped,
-                ) = counted
-    lines.append(number)
+                continue
+            counted = (
+                timeline.events_applied,
+                timeline.skipped,
+                timeline.watch_errors,
+                reader.errors,
+                reader.skipped,
+            )
+            timeline.skipped, timeline.watch_errors = Counter(), []
+            reader.errors, reader.skipped = [], Counter()
+            yield number, raw
+            (
+                timeline.events_applied,
+                timeline.skipped,
+                timeline.watch_errors,
+                reader.errors,
+                reader.skipped,
+            ) = counted
+    lines.append(share.lines)
 
 
 def _fold_result(
@@ -446,11 +446,9 @@ def _judge_share(
     now: float,
     stuck_after: float,
     only: list[str],
-    form: str,
     deployments: dict[str, str],
-    spool: IO[bytes] | None,
-) -> dict[str, Any]:
-    """Judge this worker's pods and make their views (into ``spool``) or table rows."""
+) -> tuple[Tally, dict[str, Any]]:
+    """Judge this worker's pods: the tally, and what the parent needs of it."""
     # Views name a pod's Deployment from what every worker's pods taught.
     timeline.owners = OwnerBook(OwnerData(deployments=deployments))
     born = timeline.pods.born  # type: ignore[attr-defined]
@@ -460,24 +458,30 @@ def _judge_share(
         endings.append((born[pod.uid], PodEnding(pod), verdict, reason))
 
     tally = judge_pods(timeline, now, stuck_after, only, note_ending)
-    result: dict[str, Any] = {
+    return tally, {
         "counts": tally.counts,
         "samples": tally.samples,
         "unobserved": tally.unobserved,
         "endings": endings,
         "keys": [item[:5] for item in tally.ranked],
     }
+
+
+def _make_share(
+    timeline: Timeline,
+    tally: Tally,
+    now: float,
+    stuck_after: float,
+    form: str,
+    spool: IO[bytes] | None,
+) -> dict[str, Any]:
+    """The views of this worker's judged pods (into ``spool``, their sizes sent) or
+    their table rows, in its rank order."""
+    ranked = tally.ranked
     with paused_gc():
         if form == "json":
             assert spool is not None
-            sizes = array("q")
-            dumps, write = orjson.dumps, spool.write
-            for item in tally.ranked:
-                data = dumps(pod_view(timeline, item[5], now, stuck_after, item[6]))
-                write(data)
-                sizes.append(len(data))
-            spool.flush()
-            result["sizes"] = sizes
-        else:
-            result["rows"] = [row_view(timeline, item[5], item[6]) for item in tally.ranked]
-    return result
+            dumps = orjson.dumps
+            views = (dumps(pod_view(timeline, i[5], now, stuck_after, i[6])) for i in ranked)
+            return {"sizes": spool_views(spool, views)}
+        return {"rows": [row_view(timeline, item[5], item[6]) for item in ranked]}

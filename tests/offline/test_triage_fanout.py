@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -146,8 +147,46 @@ def test_a_line_read_from_its_bytes_goes_where_its_json_says() -> None:
             assert read >= 0.85 * len(lines), trace.name
 
 
+@pytest.mark.parametrize("workers", [2, 3, 5])
+def test_a_worker_reads_the_lines_worker_of_gives_it(
+    recordings: dict[str, Path], workers: int
+) -> None:
+    """``routing.Share`` (the workers' loop, its steps inlined) against ``worker_of``, the
+    same choice a call at a time: every line is read by exactly its worker, or by all
+    when it is about no pod, and ``lines`` counts them all."""
+    traces = [*sorted((outputs.DATA / "traces").glob("*.jsonl")), *recordings.values()]
+    for trace in traces:
+        lines = trace.read_bytes().splitlines(keepends=True)
+        for index in range(workers):
+            share = routing.Share(iter(lines), index, workers)
+            read = [(number, raw, shared) for number, raw, shared in share]
+            expected = []
+            for number, raw in enumerate(lines, 1):
+                owner = routing.worker_of(raw, workers)
+                if owner in (index, routing.SHARED):
+                    expected.append((number, raw, owner == routing.SHARED))
+            assert read == expected, (trace.name, index)
+            assert share.lines == len(lines)
+
+
+def test_the_rank_order_merges_the_workers_pods_as_one_sort_would() -> None:
+    keys = [
+        [(-3, 5.0, "a", "x", "1"), (-1, 2.0, "b", "y", "2"), (0, math.inf, "c", "z", "3")],
+        [],
+        [(-3, 1.0, "z", "a", "4"), (-1, 2.0, "a", "q", "5"), (-1, 2.0, "b", "y", "6")],
+    ]
+    order = fanout._rank_order(keys)
+    every = [key for part in keys for key in part]
+    assert [every[index] for index in order] == sorted(every)
+    assert order == [3, 0, 4, 1, 5, 2]
+
+
 def _fail_judging(*args: object) -> None:
     raise RuntimeError("judging broke")
+
+
+def _fail_making(*args: object) -> None:
+    raise RuntimeError("views broke")
 
 
 def _end_folding(*args: object) -> None:
@@ -158,6 +197,7 @@ def _end_folding(*args: object) -> None:
     ("where", "replacement", "message"),
     [
         ("_judge_share", _fail_judging, "failed: RuntimeError('judging broke')"),
+        ("_make_share", _fail_making, "failed: RuntimeError('views broke')"),
         ("_fold_share", _end_folding, "ended without a result (exit code 3)"),
     ],
 )
