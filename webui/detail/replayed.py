@@ -14,8 +14,13 @@ shortcut (``ReplayState.judged_delta``): the aggregates of the slot's steady pod
 counted while loading (``steadyfleet.SteadyFleet``), and only the pods the time judged
 apart are merged in (``_fleet_from_steady``).
 
+The swimlane's 10,000 lanes are made straight from each pod's kept bars into the
+answer's columns (``_swimlane``: no lane list per pod, no copy of its bars), and the
+endpoint takes the answer encoded (``fleet_json``), made and freed with the collector
+paused.
+
 The answers are exactly ``fleet_digest``'s and ``nodes_digest``'s over the same pods
-(tests/webui/detail/test_replayed.py compares them at many times).
+(tests/webui/detail/test_replayed.py compares them at many times, and the bytes sent).
 """
 
 from __future__ import annotations
