@@ -25,7 +25,7 @@ from handoff.live.pages.fleet import SWIMLANE_LIMIT
 from webui.api import api
 from webui.demo import is_demo_user
 from webui.detail import traces
-from webui.detail.replayed import fleet_at, nodes_at
+from webui.detail.replayed import fleet_json, nodes_at
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource
 from webui.detail.traces import TraceFile, TraceRejected
 from webui.jsonbody import Encoded
@@ -194,10 +194,10 @@ def api_replay_nodes(request: HttpRequest, trace_id: str) -> dict[str, Any]:
 
 
 @api
-def api_replay_fleet(request: HttpRequest, trace_id: str) -> dict[str, Any]:
+def api_replay_fleet(request: HttpRequest, trace_id: str) -> Encoded:
     limit = _limit(request, SWIMLANE_LIMIT, 2 * SWIMLANE_LIMIT)
     with _replay(trace_id, request) as source:
-        return fleet_at(source, limit)
+        return Encoded(fleet_json(source, limit))
 
 
 # --------------------------------------------------------------------- pages

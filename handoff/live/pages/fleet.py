@@ -169,6 +169,11 @@ class Fleet:
     def answer(self, evaluated_at: str | None, lanes: list[list[Any]]) -> dict[str, Any]:
         """The page's data, with the swimlane's ``lanes`` (``_lane`` of each chosen pod,
         oldest first) given: ``result``'s, or a replay's made without rows."""
+        return self.answer_with(evaluated_at, swimlane(lanes, self.total - len(lanes)))
+
+    def answer_with(self, evaluated_at: str | None, lanes: dict[str, Any]) -> dict[str, Any]:
+        """``answer`` with the swimlane's part already made (``swimlane``'s answer): the
+        replay builds it straight from its pods' bars."""
         nodes, more = rank_nodes(self.pods, self.failures)
         p90 = {
             node: {name: _p90(self.latency.get(node, {}).get(name, [])) for name in HEATMAP_LATENCY}
@@ -184,7 +189,7 @@ class Fleet:
                 for name in FLEET_DURATIONS
             },
             "heatmap": heatmap(self.pods, self.failures, p90, nodes, more),
-            "swimlane": swimlane(lanes, self.total - len(lanes)),
+            "swimlane": lanes,
         }
 
 

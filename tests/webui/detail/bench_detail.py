@@ -108,7 +108,7 @@ def pod_page(state: ReplayState, at: float, rng: random.Random) -> None:
 def fleet_page(state: ReplayState, at: float) -> None:
     """What the replay fleet endpoint computes (``api_replay_fleet``)."""
     with ReplaySource(state, at, 60.0) as source:
-        orjson.dumps(replayed.fleet_at(source, SWIMLANE_LIMIT))
+        replayed.fleet_json(source, SWIMLANE_LIMIT)
 
 
 def nodes_page(state: ReplayState, at: float) -> None:

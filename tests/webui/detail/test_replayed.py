@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 from collections import Counter
 from pathlib import Path
@@ -16,9 +17,11 @@ from handoff.live.pages.nodes import nodes_digest
 from handoff.offline.replay import ReplayState
 from tests.offline.test_replay_checkpoints import every_trace, turning_times
 from tests.webui.detail.tracedata import TRACES, many_pods_trace
-from webui.detail.replayed import fleet_at, known, nodes_at
+from webui.detail import replayed
+from webui.detail.replayed import fleet_at, fleet_json, known, nodes_at
 from webui.detail.sources import ReplaySource
 from webui.detail.steadyfleet import LATENCY_PLACES
+from webui.jsonbody import encode
 
 
 def same_pages(state: ReplayState, at: float, stuck_after: float) -> bool:
@@ -31,6 +34,8 @@ def same_pages(state: ReplayState, at: float, stuck_after: float) -> bool:
             want = fleet_digest(source.rows(), source.evaluated_at, limit)
         with ReplaySource(state, at, stuck_after) as source:
             assert fleet_at(source, limit) == want, (at, limit)
+        with ReplaySource(state, at, stuck_after) as source:  # what the endpoint sends
+            assert fleet_json(source, limit) == encode(want), (at, limit)
     with ReplaySource(state, at, stuck_after) as source:
         want = nodes_digest(source.rows(), source.nodes(), source.evaluated_at)
     with ReplaySource(state, at, stuck_after) as source:
@@ -153,3 +158,84 @@ def test_a_pod_out_of_the_steady_ones_is_counted_once(tmp_path: Path) -> None:
             outs += 1
             same_pages(state, at, 60.0)
     assert outs  # the seed situations have such times (node lost, deleted)
+
+
+def test_ranks_from_the_end_reach_pods_before_the_tail() -> None:
+    """The swimlane's ties are broken by places in the timeline, ranked from its end:
+    only its last pods at first, every pod once one asked for stands before them."""
+    pods = {f"uid-{i}": i for i in range(500)}
+    full = {uid: rank for rank, uid in enumerate(reversed(pods))}
+    for uids in (["uid-499", "uid-450"], ["uid-498", "uid-3", "uid-0"], list(pods)[::-1]):
+        assert replayed._ranks_from_end(pods, uids) == [full[uid] for uid in uids]
+
+
+def test_ranks_from_the_end_serve_the_fleet_when_old_pods_are_fresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small swimlanes at times where pods created long ago changed in the slot (fresh,
+    far from the timeline's end): the ranking of every pod is taken, the answer right."""
+    path = many_pods_trace(tmp_path / "many.jsonl", 400)
+    state = ReplayState(list(TraceReader(path)), every=150, stuck_after=2.0)
+    everyone = 0
+    ranks = replayed._ranks_from_end
+
+    def counted(pods: dict[str, object], uids: list[str]) -> list[int]:
+        nonlocal everyone
+        everyone += any(uid not in set(list(pods)[-len(uids) - 64 :]) for uid in uids)
+        return ranks(pods, uids)
+
+    monkeypatch.setattr(replayed, "_ranks_from_end", counted)
+    for at in random.Random(9).sample(state.times, 25):
+        with ReplaySource(state, at, 2.0) as source:
+            want = fleet_digest(source.rows(), source.evaluated_at, 3)
+        with ReplaySource(state, at, 2.0) as source:
+            assert fleet_json(source, 3) == encode(want), at
+    assert everyone  # the fallback was taken, not only the tail
+
+
+def test_the_fleet_answer_is_gone_before_the_collector_runs_again(tmp_path: Path) -> None:
+    """``fleet_json`` makes, encodes and frees the answer with the collector paused: no
+    collection runs meanwhile, and the young generation does not grow by its lists
+    (none is due after), where an answer held past the pause is there for the next
+    young collection (one of its lists after every request, 6 to 10 ms at 50,000 pods)."""
+    path = many_pods_trace(tmp_path / "many.jsonl", 400)
+    state = ReplayState(list(TraceReader(path)), every=150, stuck_after=2.0)
+    collections: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    was_enabled, thresholds = gc.isenabled(), gc.get_threshold()
+    gc.enable()
+    gc.set_threshold(700, 10, 10)  # CPython's defaults, whatever earlier tests set
+    try:
+        with ReplaySource(state, state.times[-1], 2.0) as source:
+            state.judged_delta(source.at, 2.0)  # the board's pass, made before
+            fleet_json(source, SWIMLANE_LIMIT)  # anything cached on first use
+            gc.collect()
+            # Once more: the count does not go below 0, so the first frees after a
+            # collection (the previous answer's objects) are not counted off.
+            fleet_json(source, SWIMLANE_LIMIT)
+            gc.callbacks.append(seen)
+            try:
+                young = gc.get_count()[0]
+                body = fleet_json(source, SWIMLANE_LIMIT)
+                grown = gc.get_count()[0] - young
+                during = list(collections)
+                kept = fleet_at(source, SWIMLANE_LIMIT)
+                held_grown = gc.get_count()[0] - young
+                held = collections[len(during) :]
+            finally:
+                gc.callbacks.remove(seen)
+    finally:
+        gc.set_threshold(*thresholds)
+        if not was_enabled:
+            gc.disable()
+    lanes = len(orjson.loads(body)["swimlane"]["lanes"])
+    assert lanes == len(kept["swimlane"]["lanes"]) == 400
+    assert not during
+    assert grown < lanes // 4
+    # Held past the pause: collected young at once, or waiting for it (a list per lane
+    # and per bar).
+    assert 0 in held or held_grown > 4 * lanes
