@@ -236,6 +236,45 @@ def test_workers_go_to_idle_cores_only(
     monkeypatch.setattr(fanout, "MIN_BYTES", 0)
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
     monkeypatch.setattr(os, "getloadavg", lambda: (load, 0.0, 0.0))
+    monkeypatch.setattr(fanout, "LOADAVG", tmp_path / "no-such-file")  # not Linux
 
     assert fanout.workers_for(plain) == workers
     assert fanout.workers_for(plain, 3) == 3  # asked for: whatever the load
+
+
+@pytest.mark.parametrize(
+    ("running", "workers"), [(["1"], 4), (["2"], 3), (["3", "4"], 2), (["6"], 1), (["1", "3"], 3)]
+)
+def test_workers_go_to_the_cores_idle_now_not_a_minute_ago(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, running: list[str], workers: int
+) -> None:
+    """The load average still holds work that has ended (an operator's previous triage):
+    the threads running now decide, ourselves left out, averaged over the readings."""
+    plain = tmp_path / "demo.jsonl"
+    plain.write_bytes(gzip.decompress(DEMO.read_bytes()))
+    monkeypatch.setattr(fanout, "MIN_BYTES", 0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))
+    readings = iter(running * (fanout.BUSY_SAMPLES // len(running)))
+    loadavg = tmp_path / "loadavg"
+
+    class Reading(type(loadavg)):
+        def read_bytes(self) -> bytes:
+            return f"9.00 9.00 9.00 {next(readings)}/300 4242\n".encode()
+
+    monkeypatch.setattr(fanout, "LOADAVG", Reading(loadavg))
+
+    assert fanout.workers_for(plain) == workers
+
+
+def test_an_unreadable_run_queue_falls_back_to_the_load_average(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    garbled = tmp_path / "loadavg"
+    garbled.write_bytes(b"not the kernel's format\n")
+    monkeypatch.setattr(fanout, "LOADAVG", garbled)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 0.0, 0.0))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
+
+    assert fanout.busy_now() is None
+    assert fanout.idle_cores() == 1
