@@ -263,7 +263,7 @@ HANDOFF_STUCK_AFTER = envint("HANDOFF_STUCK_AFTER", "60")
 HANDOFF_WEB_PROCESSES = envint("HANDOFF_WEB_PROCESSES", str(len(os.sched_getaffinity(0))))
 # A web process's garbage collector (webui/runtime.py): the young generation's threshold,
 # its loaded application frozen out of collections; 0 keeps Python's collector as it is.
-HANDOFF_WEB_GC_THRESHOLD = envint("HANDOFF_WEB_GC_THRESHOLD", "50000")
+HANDOFF_WEB_GC_THRESHOLD = envint("HANDOFF_WEB_GC_THRESHOLD", "10000")
 HANDOFF_PUSH_INTERVAL_MS = envint("HANDOFF_PUSH_INTERVAL_MS", "50")
 HANDOFF_SNAPSHOT_INTERVAL = envint("HANDOFF_SNAPSHOT_INTERVAL", "60")
 HANDOFF_SNAPSHOT_EVENTS = envint("HANDOFF_SNAPSHOT_EVENTS", "20000")

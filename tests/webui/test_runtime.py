@@ -29,7 +29,7 @@ def _loaded(threshold: str | None) -> tuple[int, int]:
     return int(young), int(frozen)
 
 
-@pytest.mark.parametrize(("setting", "young"), [(None, 50_000), ("20000", 20_000)])
+@pytest.mark.parametrize(("setting", "young"), [(None, 10_000), ("20000", 20_000)])
 def test_the_web_process_freezes_its_application_and_raises_the_threshold(setting, young):
     threshold, frozen = _loaded(setting)
     assert threshold == young
