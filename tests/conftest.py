@@ -28,6 +28,13 @@ from handoff.settings import channel_layers
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+# A suite launched from a script's background job starts with SIGINT ignored, and every
+# process it starts would inherit that (an ignored signal survives exec, a handled one
+# does not): the tests that stop a process with SIGINT must not depend on how the suite
+# was started.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def wait_until(condition: Callable[[], object], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
@@ -39,12 +46,7 @@ def wait_until(condition: Callable[[], object], timeout: float, what: str) -> No
 
 
 def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start a process in its own process group (so `stop` reaches its children too).
-
-    SIGINT is reset to its default in the child: a suite launched from a background
-    job runs with SIGINT ignored, and the tests that stop a process with SIGINT
-    must not depend on how the suite was started.
-    """
+    """Start a process in its own process group (so `stop` reaches its children too)."""
     with open(log, "ab") as out:
         return subprocess.Popen(
             argv,
@@ -54,12 +56,7 @@ def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subp
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_default_sigint,
         )
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
