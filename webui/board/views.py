@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 import orjson
 import redis
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
 
 from handoff.core import verdicts as v
 from handoff.core.trace import parse_time
@@ -20,6 +19,7 @@ from handoff.live import queries
 from handoff.live.paging import QueryError
 from handoff.live.push import board_row
 from webui import api, clusterdata
+from webui.rendering import render
 
 
 def home(request: HttpRequest) -> HttpResponse:

@@ -12,7 +12,7 @@ import redis
 from django.conf import settings
 from django.core.exceptions import BadRequest as DjangoBadRequest
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods, require_safe
@@ -29,6 +29,7 @@ from webui.detail.replayed import fleet_json, nodes_at
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource
 from webui.detail.traces import TraceFile, TraceRejected
 from webui.jsonbody import Encoded
+from webui.rendering import render
 
 PAGE_LIMIT_MAX = 500
 ATTENTION = frozenset(name for name, verdict in VERDICTS.items() if verdict.attention)
