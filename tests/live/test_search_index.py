@@ -94,9 +94,13 @@ def test_lookups_split_into_short_scripts_give_the_same_answers(
     assert len(named) > 20
     entries = redis_client.hmget(search.names_key("sx-batch"), list(whole.values()))
     assert [int(entry.split(b"\t")[0]) for entry in entries] == list(whole)  # its own ordinal
+    order = search.ranked(redis_client, "sx-batch", ordinals)
+    assert len(order) == len(ordinals) - 1 > 20  # all but the one without a pod
     monkeypatch.setattr(search, "SCRIPT_BATCH", 3)
+    monkeypatch.setattr(search, "RANK_BATCH", 3)
     assert search.resolve(redis_client, "sx-batch", ordinals, namespace) == whole
     assert search.lookup(redis_client, "sx-batch", ordinals) == found
+    assert search.ranked(redis_client, "sx-batch", ordinals) == order
     _check(redis_client, "sx-batch")
 
 
