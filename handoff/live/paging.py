@@ -383,8 +383,8 @@ def _ranked(
 ) -> tuple[list[tuple[float, str]], bool]:
     """The candidates in triage order by their rank scores; resolved to the uids of
     those whose names hold ``text`` a chunk at a time, best first, until the page and
-    one more are found. A chunk never
-    splits a score, so ordering each by (score, uid) orders them all."""
+    one more are found. A chunk never splits a score, so ordering each by (score, uid)
+    orders them all."""
     wanted = _verdict_scores(flt)
     least = after.score if after is not None else 0.0
     order = [item for item in search.ranked(client, cluster, found) if item[0] >= least]
