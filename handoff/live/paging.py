@@ -31,7 +31,6 @@ DIRECT = 4000  # name-search candidates ordered directly; more: the triage order
 READ_MAX = 16_000  # names every trigram of a search is in, above which no posting is read first
 WALK_MAX = 20_000  # pods a name search walks before it orders its candidates instead
 SHORT_Q = f"q needs at least {search.GRAM} characters (shorter text would match most pods)"
-Matcher = Callable[[list[tuple[float, str]]], list[tuple[float, str]]]
 
 
 class QueryError(ValueError):
@@ -156,11 +155,12 @@ def _walk(
     flt: PodFilter,
     after: Cursor | None,
     limit: int,
-    match: Matcher | None = None,
+    text: str | None = None,
 ) -> tuple[list[tuple[float, str]], bool] | None:
-    """The page in triage order from the indexes. ``match`` also filters each chunk (a
-    name search); with it, the walk gives up (None) after WALK_MAX pods examined, or
-    sooner when at the rate found so far the page would not be full by then."""
+    """The page in triage order from the indexes. With ``text`` (a name search, case-
+    folded) only the pods whose indexed name holds it; then the walk gives up (None)
+    after WALK_MAX pods examined, or sooner when at the rate found so far the page would
+    not be full by then."""
     verdicts = flt.ordered_verdicts()
     sets = _filters(cluster, flt)
     verdict_keys = [store.index_key(cluster, "verdict", name) for name in verdicts]
@@ -176,20 +176,24 @@ def _walk(
         if sizes[len(verdict_keys) + smallest] < by_verdict:
             driver = sets.within[smallest]
     checks = _Sets([key for key in sets.within if key != driver], sets.outside)
-    size = CHUNK if checks or match else limit + 1
+    size = CHUNK if checks or text is not None else limit + 1
     found: list[tuple[float, str]] = []
     examined = 0
     for key, name, count in zip(verdict_keys, verdicts, sizes[: len(verdict_keys)], strict=True):
         low, high = store.verdict_range(name)
         if (after is not None and after.score >= high) or (driver is None and not count):
             continue  # nothing of it after the cursor, or (walking it) an empty index
-        for chunk in _ranged(client, driver or key, low, high, after, size):
-            kept = _keep(client, chunk, checks)
-            found.extend(match(kept) if match is not None else kept)
+        walked = driver or key
+        if text is None:
+            chunks = _kept(client, _ranged(client, walked, low, high, after, size), checks)
+        else:
+            chunks = _named(client, cluster, (walked, low, high, size), after, checks, text)
+        for read, kept in chunks:
+            found.extend(kept)
             if len(found) > limit:
                 return found[:limit], True
-            examined += len(chunk)
-            if match is not None and _hopeless(len(found), examined, limit):
+            examined += read
+            if text is not None and _hopeless(len(found), examined, limit):
                 return None
     return found, False
 
@@ -199,7 +203,12 @@ def _hopeless(found: int, examined: int, limit: int) -> bool:
     that at their rate the page would not be full within WALK_MAX (a text whose trigrams
     are each common but rare together: its candidates are few, and ordering them is
     cheaper than walking)."""
-    return examined >= WALK_MAX or found * WALK_MAX < (limit + 1) * examined
+    if examined >= WALK_MAX:
+        return True
+    # A rate needs a sample: the first verdicts' indexes may hold a handful of pods, and
+    # the matches may all come after them (the scale trace's 150,000 first pods share a
+    # verdict and a score, behind its churn's few hundred failing or starting ones).
+    return examined >= CHUNK and found * WALK_MAX < (limit + 1) * examined
 
 
 def _ranged(
@@ -209,9 +218,7 @@ def _ranged(
     Each chunk starts where the last ended by rank (``_AFTER``), so pods sharing a score
     (creation times are whole seconds: a scale-up creates hundreds in one) cost a page
     what any page costs, never a read of every pod of that score."""
-    cursor = (
-        [repr(after.score), after.uid] if after is not None and low <= after.score < high else []
-    )
+    cursor = _start(after, low, high)
     while True:
         reply = client.eval(_AFTER, 1, key, repr(low), repr(high), size, *cursor)
         rows = [(float(reply[i + 1]), reply[i].decode()) for i in range(0, len(reply), 2)]
@@ -223,15 +230,20 @@ def _ranged(
         cursor = [repr(rows[-1][0]), rows[-1][1]]
 
 
-# KEYS[1] an index; ARGV low, high (excluded), size, and a cursor's score and uid or none.
-# Up to ``size`` members and scores in the zset's own order (score, then member bytes),
-# from ``low`` or after the cursor, below ``high``. The start is a rank: the cursor's
-# score ties are ranks [ZCOUNT < score, ZCOUNT <= score), searched in halves for the first
-# member after the cursor's uid (compared byte by byte as Redis orders members; Lua's own
-# comparison follows the server's collation locale). A cursor whose pod has gone or moved
-# since is found all the same.
-_AFTER = """
-local key, size = KEYS[1], tonumber(ARGV[3])
+def _start(after: Cursor | None, low: float, high: float) -> list[str]:
+    """The cursor's arguments to ``_AFTER`` and ``_NAMED``: none when it is not in
+    [low, high) (the walk starts at ``low``)."""
+    return [repr(after.score), after.uid] if after is not None and low <= after.score < high else []
+
+
+# Lua: the rank of the first member of ``key`` in [low, high) after a cursor (its score
+# and uid, or nil: from ``low``) and the rank ``size`` members later, at most ``high``; in
+# the zset's own order (score, then member bytes). The cursor's score ties are ranks
+# [ZCOUNT < score, ZCOUNT <= score), searched in halves for the first member after the
+# cursor's uid (compared byte by byte as Redis orders members; Lua's own comparison follows
+# the server's collation locale). A cursor whose pod has gone or moved since is found all
+# the same.
+_SPAN = """
 local function after(a, b)
   local n = math.min(#a, #b)
   for i = 1, n do
@@ -240,22 +252,69 @@ local function after(a, b)
   end
   return #a > #b
 end
-local first
-if ARGV[4] then
-  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[4])
-  local hi = redis.call('ZCOUNT', key, '-inf', ARGV[4])
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    if after(redis.call('ZRANGE', key, mid, mid)[1], ARGV[5]) then hi = mid else lo = mid + 1 end
+local function span(key, low, high, size, score, uid)
+  local first
+  if score then
+    local lo = redis.call('ZCOUNT', key, '-inf', '(' .. score)
+    local hi = redis.call('ZCOUNT', key, '-inf', score)
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      if after(redis.call('ZRANGE', key, mid, mid)[1], uid) then hi = mid else lo = mid + 1 end
+    end
+    first = lo
+  else
+    first = redis.call('ZCOUNT', key, '-inf', '(' .. low)
   end
-  first = lo
-else
-  first = redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[1])
+  return first, math.min(redis.call('ZCOUNT', key, '-inf', '(' .. high), first + size)
 end
-local stop = math.min(redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[2]), first + size)
-if first >= stop then return {} end
-return redis.call('ZRANGE', key, first, stop - 1, 'WITHSCORES')
 """
+
+# KEYS[1] an index; ARGV low, high (excluded), size, and a cursor's score and uid or none.
+# Up to ``size`` members and scores from ``low`` or after the cursor, below ``high``.
+_AFTER = (
+    _SPAN
+    + """
+local first, stop = span(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5])
+if first >= stop then return {} end
+return redis.call('ZRANGE', KEYS[1], first, stop - 1, 'WITHSCORES')
+"""
+)
+
+# KEYS[1] an index, KEYS[2] the name index's names hash (uid -> "<ordinal>\t<folded
+# namespace/name>", ``search.names_key``), then the keys a pod must be in, then those it
+# must not be in. ARGV low, high (excluded), size, the folded text, how many keys it must
+# be in, and a cursor's score and uid or none. The ``size`` members after the cursor as
+# ``_AFTER`` reads them, checked here: how many were read, the last one's uid and score
+# (the next cursor), then the uid and score of each in the keys it must be in, in none of
+# the others, whose name holds the text (a plain find: no Lua pattern).
+_NAMED = (
+    _SPAN
+    + """
+local key, names, text, within = KEYS[1], KEYS[2], ARGV[4], tonumber(ARGV[5])
+local first, stop = span(key, ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[6], ARGV[7])
+if first >= stop then return {0} end
+local rows = redis.call('ZRANGE', key, first, stop - 1, 'WITHSCORES')
+local out = {#rows / 2, rows[#rows - 1], rows[#rows]}
+for i = 1, #rows, 2 do
+  local uid, kept = rows[i], true
+  for k = 3, #KEYS do
+    if (redis.call('ZSCORE', KEYS[k], uid) ~= false) ~= (k < 3 + within) then
+      kept = false
+      break
+    end
+  end
+  local entry = kept and redis.call('HGET', names, uid)
+  if entry then
+    local tab = string.find(entry, '\t', 1, true)
+    if tab and string.find(entry, text, tab + 1, true) then
+      out[#out + 1] = uid
+      out[#out + 1] = rows[i + 1]
+    end
+  end
+end
+return out
+"""
+)
 
 
 def _keep(
@@ -274,6 +333,14 @@ def _keep(
         for i, item in enumerate(chunk)
         if all(s[i] is not None for s in within) and all(s[i] is None for s in outside)
     ]
+
+
+def _kept(
+    client: redis.Redis, chunks: Iterator[list[tuple[float, str]]], checks: _Sets
+) -> Iterator[tuple[int, list[tuple[float, str]]]]:
+    """Per chunk, how many pods it read and those that pass ``checks``."""
+    for chunk in chunks:
+        yield len(chunk), _keep(client, chunk, checks)
 
 
 def _search(
@@ -295,7 +362,7 @@ def _search(
     broad = min(sizes.values()) > READ_MAX
     found = None if broad else search.candidates(client, cluster, text, sizes)
     if found is None or len(found) > DIRECT:
-        walked = _walk(client, cluster, flt, after, limit, _named(client, cluster, text))
+        walked = _walk(client, cluster, flt, after, limit, text)
         if walked is not None:
             return walked
     if found is None:
@@ -314,9 +381,10 @@ def _ranked(
     after: Cursor | None,
     limit: int,
 ) -> tuple[list[tuple[float, str]], bool]:
-    """The candidates in triage order by their rank scores; resolved (uid, name) a
-    chunk at a time, best first, until the page and one more are found. A chunk never
-    splits a score, so ordering each by (score, uid) orders them all."""
+    """The candidates in triage order by their rank scores; resolved to the uids of
+    those whose names hold ``text`` a chunk at a time, best first, until the page and
+    one more are found. A chunk never splits a score, so ordering each by (score, uid)
+    orders them all."""
     wanted = _verdict_scores(flt)
     least = after.score if after is not None else 0.0
     order = [item for item in search.ranked(client, cluster, found) if item[0] >= least]
@@ -329,10 +397,8 @@ def _ranked(
         while end < len(order) and order[end][0] == order[end - 1][0]:
             end += 1
         chunk = order[start:end]
-        named = search.resolve(client, cluster, [ordinal for _, ordinal in chunk])
-        matched = sorted(
-            (score, named[o][0]) for score, o in chunk if o in named and text in named[o][1]
-        )
+        named = search.resolve(client, cluster, [ordinal for _, ordinal in chunk], text)
+        matched = sorted((score, named[o]) for score, o in chunk if o in named)
         if after is not None:
             matched = [item for item in matched if item > (after.score, after.uid)]
         picked.extend(_keep(client, matched, sets))
@@ -374,19 +440,31 @@ def _looked_up(
     return scored[:limit], len(scored) > limit
 
 
-def _named(client: redis.Redis, cluster: str, text: str) -> Matcher:
-    """A walk's filter: the pods whose indexed name holds ``text`` (such a name holds
-    every trigram of it, so its ordinal is in every posting: no candidate set needed)."""
-
-    def match(chunk: list[tuple[float, str]]) -> list[tuple[float, str]]:
-        named = search.names(client, cluster, [uid for _, uid in chunk])
-        return [
-            item
-            for item, entry in zip(chunk, named, strict=True)
-            if entry is not None and text in entry[1]
-        ]
-
-    return match
+def _named(
+    client: redis.Redis,
+    cluster: str,
+    span: tuple[str, float, float, int],
+    after: Cursor | None,
+    checks: _Sets,
+    text: str,
+) -> Iterator[tuple[int, list[tuple[float, str]]]]:
+    """A name search's walk of one index over ``span`` (key, low, high, chunk size):
+    per chunk, how many pods it read and those that pass ``checks`` and whose indexed
+    name holds ``text`` (such a name holds every trigram of it, so no candidate set is
+    needed). Redis checks them (``_NAMED``): only the matches come back."""
+    key, low, high, size = span
+    keys = [key, search.names_key(cluster), *checks.within, *checks.outside]
+    cursor = _start(after, low, high)
+    while True:
+        reply = client.eval(
+            _NAMED, len(keys), *keys, repr(low), repr(high), size, text, len(checks.within), *cursor
+        )
+        if not reply[0]:
+            return
+        yield reply[0], [(float(reply[i + 1]), reply[i].decode()) for i in range(3, len(reply), 2)]
+        if reply[0] < size:
+            return
+        cursor = [repr(float(reply[2])), reply[1].decode()]
 
 
 def _total(client: redis.Redis, cluster: str, flt: PodFilter) -> int | None:

@@ -14,11 +14,12 @@ or creation time changes.
 A query of three characters or more fetches the sizes of its trigrams' postings, the
 smallest few postings, intersects them, reads the candidates' rank scores in one script
 (``ranked``: a read per rank shard, not per candidate), and ``paging`` resolves only the
-best-ranked candidates to uids and names (``resolve``), checking each name, until a page
-is full. A pod that leaves the store leaves ``names`` and its shard (and a rank shard
-whose ordinals are all gone goes too); its ordinal stays in the postings until the fold
-compacts them (``compact``: a posting whose dead entries reach a quarter of it is
-rewritten), and a candidate without a uid is no pod. About 4 bytes per trigram, 120
+best-ranked candidates to uids (``resolve``: each name checked in Redis, only the
+matches' uids sent back) until a page is full. A pod that leaves the store leaves
+``names`` and its shard (and a rank shard whose ordinals are all gone goes too); its
+ordinal stays in the postings until the fold compacts them (``compact``: a posting whose
+dead entries reach a quarter of it is rewritten), and a candidate without a uid is no
+pod. About 4 bytes per trigram, 120
 bytes of names and 8 of rank per pod.
 
 ``version_key`` holds VERSION: a store whose index another layout wrote (an upgrade
@@ -43,10 +44,18 @@ SHARD_BITS = 7  # ordinals per ordinal_key shard: 128, within Redis's compact ha
 RANK_BITS = 10  # ordinals per rank_key shard: 1,024 scores, 8 KB
 SLOT = 8  # bytes of one rank score
 FETCHED = 3  # postings fetched at most per query: the smallest ones
+# ... and only those at most SPREAD times the smallest: reading and intersecting a posting
+# costs its size, and one much larger than the candidates removes few of them (a term's
+# trigrams come together: every name in namespace load-013 also holds "-01", in 62,000
+# names at 270,000 pods, against 6,700 for "013").
+SPREAD = 8
 # Candidates per lookup script call: Redis runs nothing else while a script runs, and a
 # name search may resolve thousands (up to paging.DIRECT); the calls go in one pipeline,
 # so other clients' commands run between them at no extra round trip.
 SCRIPT_BATCH = 256
+# Candidates per rank script call (``ranked``): under a microsecond each, so about 4 ms;
+# 270,000 in one call (a broad text whose walk gave up) held Redis for 30-120 ms.
+RANK_BATCH = 4096
 COMPACT_AT = 64  # dead entries a posting must have (and a quarter of it) to be rewritten
 
 
@@ -318,12 +327,13 @@ def candidates(
 ) -> set[int]:
     """Ordinals of the pods whose folded name may contain ``text`` (case-folded, at
     least GRAM characters): the intersection of its rarest trigrams' postings (``sizes``:
-    ``posting_sizes``, when the caller has them)."""
+    ``posting_sizes``, when the caller has them), within SPREAD of the rarest's size."""
     if sizes is None:
         sizes = posting_sizes(client, cluster, text)
     if min(sizes.values()) == 0:
         return set()
     rarest = sorted(sizes, key=lambda gram: (sizes[gram], gram))[:FETCHED]
+    rarest = [gram for gram in rarest if sizes[gram] <= SPREAD * sizes[rarest[0]]]
     pipe = client.pipeline(transaction=False)
     for gram in rarest:
         pipe.get(gram_key(cluster, gram))
@@ -403,14 +413,17 @@ return table.concat(out)
 
 def ranked(client: redis.Redis, cluster: str, ordinals: Iterable[int]) -> list[tuple[float, int]]:
     """(rank score, ordinal) of the candidates, ascending: the triage order, read from
-    the rank shards in one script without resolving any candidate. An ordinal without a
-    score (no pod) is left out."""
+    the rank shards without resolving any candidate (RANK_BATCH a script call, in one
+    round trip). An ordinal without a score (no pod) is left out."""
     ordered = sorted(ordinals)
     if not ordered:
         return []
-    raw = client.eval(_RANKED, 0, rank_key(cluster, 0)[:-1], _pack(ordered))
+    prefix = rank_key(cluster, 0)[:-1]
+    pipe = client.pipeline(transaction=False)
+    for start in range(0, len(ordered), RANK_BATCH):
+        pipe.eval(_RANKED, 0, prefix, _pack(ordered[start : start + RANK_BATCH]))
     scores = array("d")
-    scores.frombytes(raw)
+    scores.frombytes(b"".join(pipe.execute()))
     if sys.byteorder != "little":
         scores.byteswap()
     pairs = [(score, o) for score, o in zip(scores, ordered, strict=True) if score == score]
@@ -418,35 +431,44 @@ def ranked(client: redis.Redis, cluster: str, ordinals: Iterable[int]) -> list[t
     return pairs
 
 
-# KEYS[1]: the names hash. ARGV[1]: the ordinal shards' key prefix, then ordinals. For
-# each: its uid and names entry, or two empty strings (no pod).
+# KEYS[1]: the names hash. ARGV[1]: the ordinal shards' key prefix, ARGV[2]: a folded
+# text, then ordinals. For each ordinal still that pod's (its names entry names it) whose
+# folded name holds the text (a plain find: no Lua pattern): its position among the
+# ordinals (from 1) and its uid; nothing for the others.
 _RESOLVE = """
-local out = {}
-for i = 2, #ARGV do
+local text, out = ARGV[2], {}
+for i = 3, #ARGV do
   local o = tonumber(ARGV[i])
   local uid = redis.call('hget', ARGV[1] .. math.floor(o / SHARD), o % SHARD)
   local entry = uid and redis.call('hget', KEYS[1], uid)
-  out[#out + 1] = entry and uid or ''
-  out[#out + 1] = entry or ''
+  if entry then
+    local tab = string.find(entry, '\t', 1, true)
+    local same = tab and string.sub(entry, 1, tab - 1) == ARGV[i]
+    if same and string.find(entry, text, tab + 1, true) then
+      out[#out + 1] = i - 2
+      out[#out + 1] = uid
+    end
+  end
 end
 return out
 """.replace("SHARD", str(1 << SHARD_BITS))
 
 
-def resolve(client: redis.Redis, cluster: str, ordinals: list[int]) -> dict[int, tuple[str, str]]:
-    """ordinal -> (uid, folded namespace/name) of the ordinals that are still those pods
-    (a uid whose entry names another ordinal is found by that one)."""
+def resolve(client: redis.Redis, cluster: str, ordinals: list[int], text: str) -> dict[int, str]:
+    """ordinal -> uid of the ordinals that are still those pods (a uid whose entry names
+    another ordinal is found by that one) and whose folded name holds ``text``: the names
+    are checked in Redis, only the matches come back."""
     if not ordinals:
         return {}
     prefix = ordinal_key(cluster, 0)[:-1]
-    reply = _batched(client, _RESOLVE, names_key(cluster), [prefix], ordinals)
+    pipe = client.pipeline(transaction=False)
+    for start in range(0, len(ordinals), SCRIPT_BATCH):
+        batch = ordinals[start : start + SCRIPT_BATCH]
+        pipe.eval(_RESOLVE, 1, names_key(cluster), prefix, text, *batch)
     out = {}
-    for i, ordinal in enumerate(ordinals):
-        uid, entry = reply[2 * i], reply[2 * i + 1]
-        if entry:
-            number, _, text = entry.decode().partition("\t")
-            if int(number) == ordinal:
-                out[ordinal] = (uid.decode(), text)
+    for start, reply in zip(range(0, len(ordinals), SCRIPT_BATCH), pipe.execute(), strict=True):
+        for i in range(0, len(reply), 2):
+            out[ordinals[start + reply[i] - 1]] = reply[i + 1].decode()
     return out
 
 
@@ -509,15 +531,3 @@ def namesakes(client: redis.Redis, cluster: str, text: str) -> list[str] | None:
         raise SearchTooShort(f"q needs at least {GRAM} characters")
     reply = client.eval(_NAMESAKES, 1, names_key(cluster), *prefixes, NAMESAKES_MAX, text, *grams)
     return None if reply is None else sorted(uid.decode() for uid in reply)
-
-
-def names(client: redis.Redis, cluster: str, pods: list[str]) -> list[tuple[int, str] | None]:
-    """(ordinal, folded namespace/name) of each uid; None for a pod not indexed."""
-    out: list[tuple[int, str] | None] = []
-    for raw in client.hmget(names_key(cluster), pods) if pods else []:
-        if raw is None:
-            out.append(None)
-        else:
-            number, _, text = raw.decode().partition("\t")
-            out.append((int(number), text))
-    return out

@@ -87,12 +87,20 @@ def test_lookups_split_into_short_scripts_give_the_same_answers(
     namespace = next(queries.all_views(redis_client, "sx-batch"))["namespace"]
     ordinals = sorted(search.candidates(redis_client, "sx-batch", namespace))
     ordinals += [10**6]  # no pod: left out in any batch
-    whole = search.resolve(redis_client, "sx-batch", ordinals)
+    whole = search.resolve(redis_client, "sx-batch", ordinals, namespace)
     found = search.lookup(redis_client, "sx-batch", ordinals)
-    assert len(whole) == len(found) > 20
+    named = {uid for uid, (name, _) in found.items() if namespace in name}
+    assert sorted(whole.values()) == sorted(named)
+    assert len(named) > 20
+    entries = redis_client.hmget(search.names_key("sx-batch"), list(whole.values()))
+    assert [int(entry.split(b"\t")[0]) for entry in entries] == list(whole)  # its own ordinal
+    order = search.ranked(redis_client, "sx-batch", ordinals)
+    assert len(order) == len(ordinals) - 1 > 20  # all but the one without a pod
     monkeypatch.setattr(search, "SCRIPT_BATCH", 3)
-    assert search.resolve(redis_client, "sx-batch", ordinals) == whole
+    monkeypatch.setattr(search, "RANK_BATCH", 3)
+    assert search.resolve(redis_client, "sx-batch", ordinals, namespace) == whole
     assert search.lookup(redis_client, "sx-batch", ordinals) == found
+    assert search.ranked(redis_client, "sx-batch", ordinals) == order
     _check(redis_client, "sx-batch")
 
 

@@ -161,22 +161,114 @@ def test_a_broad_search_walks_without_reading_a_posting(
     assert postings_read == []
 
 
-def test_common_trigrams_rare_together_stop_the_walk_after_one_chunk(
-    redis_client, written, monkeypatch
+@pytest.fixture
+def walked(monkeypatch) -> list[int]:
+    """The pods each chunk of a name search's walk read, in order."""
+    reads: list[int] = []
+    real = paging._named
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        for read, kept in real(*args, **kwargs):
+            reads.append(read)
+            yield read, kept
+
+    monkeypatch.setattr(paging, "_named", spy)
+    return reads
+
+
+def test_common_trigrams_rare_together_stop_the_walk_after_a_chunks_worth(
+    redis_client, written, monkeypatch, walked
 ):
     # Each trigram is in more than READ_MAX names, the text in a handful: at the rate the
-    # first chunk finds them a page would take more than WALK_MAX pods, so the walk stops
-    # there and the candidates are ordered directly.
+    # first CHUNK pods find them a page would take more than WALK_MAX pods, so the walk
+    # stops there (not after all 3,000) and the candidates are ordered directly.
     views = sorted(queries.all_views(redis_client, CLUSTER), key=lambda view: view["uid"])
     filters = (PodFilter(q=f"{view['namespace']}/{view['name'][:8]}") for view in views)
     flt = next(f for f in filters if len(_brute_force(redis_client, f)) <= 5)  # a handful
     sizes = search.posting_sizes(redis_client, CLUSTER, flt.q.casefold())
     monkeypatch.setattr(paging, "READ_MAX", min(sizes.values()) - 1)
-    chunks = []
-    real = search.names
-    monkeypatch.setattr(search, "names", lambda *args: chunks.append(1) or real(*args))
     assert _pages(redis_client, flt, 100) == _brute_force(redis_client, flt)
-    assert len(chunks) == 1
+    assert sum(walked) >= paging.CHUNK > sum(walked[:-1])
+
+
+def _scale_like(base: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scale trace's store in small: a few churn pods failing or starting, worst in
+    the triage order, before 1,500 pods named load-NNNNNN created in one second, running."""
+    views = list(make_views(base, 1540, seed=12).values())
+    for i, view in enumerate(views[:40]):
+        view.update(namespace="load-001", name=f"churn-{i:05x}", verdict=store.RANKED[0])
+    for i, view in enumerate(views[40:]):
+        view.update(namespace=f"load-{i % 50:03d}", name=f"load-{i * 100:06d}", verdict="running")
+        view["milestones"] = {**view["milestones"], "created": "2026-01-01T00:00:00Z"}
+    return views
+
+
+def test_a_walk_judges_its_matches_rate_on_a_sample_not_on_the_first_few_pods(
+    redis_client, monkeypatch, walked
+):
+    # "load-1" is in a third of the names (every trigram of it in more: broad), none of
+    # them among the 40 worst pods: a walk that judged the rate on those gave up and
+    # ordered every candidate (270,000 at scale, a 150,000-pod tie resolved whole).
+    Writer(redis_client).put(_scale_like(template(redis_client)))
+    monkeypatch.setattr(paging, "READ_MAX", 200)
+    ranked = []
+    real = search.ranked
+    monkeypatch.setattr(search, "ranked", lambda *args: ranked.append(1) or real(*args))
+    for text in ("load-1", "load-00", "d-00"):
+        flt = PodFilter(q=text)
+        assert min(search.posting_sizes(redis_client, CLUSTER, text).values()) > 200
+        page = paging.pods_page(redis_client, CLUSTER, flt, None, 100)
+        assert [pod["uid"] for pod in page.pods] == _brute_force(redis_client, flt)[:100]
+        assert _pages(redis_client, flt, 100) == _brute_force(redis_client, flt)
+    assert ranked == []  # every page found by walking
+    assert walked[0] == 40  # the first index's few pods did not end the walk
+
+
+def test_text_is_matched_as_it_is_written_never_as_a_lua_pattern(redis_client, monkeypatch):
+    # Redis checks the names (the walk's chunks, the ordered candidates' resolution): in
+    # a Lua pattern "." is any character and "%" an escape; in a name they are themselves.
+    views = list(make_views(template(redis_client), 9, seed=13).values())
+    names = ("web.v1-a", "webxv1-b", "50%-off", "50x-off", "a[b]-c", "ab-c", "(x)-y", "x-y")
+    names += ("b.vq.v1-bxv1",)  # every trigram of "b.v1" (a candidate), and "bxv1"
+    for view, name in zip(views, names, strict=True):
+        view.update(namespace="shop", name=name)
+    Writer(redis_client).put(views)
+    terms = ("b.v1", "0%-", "[b]", "(x)", ".v1-a", "%-off")
+    for answer in ("ranked", "walked"):
+        if answer == "walked":
+            monkeypatch.setattr(paging, "DIRECT", 0)
+            monkeypatch.setattr(paging, "READ_MAX", 0)
+        for term in terms:
+            flt = PodFilter(q=term)
+            expected = _brute_force(redis_client, flt)
+            assert len(expected) == 1, term
+            assert _pages(redis_client, flt, 100) == expected, (answer, term)
+
+
+def test_postings_far_larger_than_the_rarest_are_not_read(
+    redis_client, written, monkeypatch, postings_read
+):
+    # A trigram in SPREAD times more names than the rarest one of the text removes few
+    # candidates for what reading it costs (every name of namespace load-013 holds "-01":
+    # 62,000 names at scale against 6,700 for "013").
+    rng = random.Random(10)
+    terms = _terms(redis_client, rng, 400)
+    checked = 0
+    for term in terms:
+        text = term.casefold()
+        sizes = search.posting_sizes(redis_client, CLUSTER, text)
+        rarest = sorted(sizes, key=lambda gram: (sizes[gram], gram))[: search.FETCHED]
+        if not sizes[rarest[0]] or sizes[rarest[-1]] <= search.SPREAD * sizes[rarest[0]]:
+            continue
+        postings_read.clear()
+        search.candidates(redis_client, CLUSTER, text, sizes)
+        read = {key.removeprefix(search.gram_key(CLUSTER, "")) for key in postings_read}
+        assert read == {g for g in rarest if sizes[g] <= search.SPREAD * sizes[rarest[0]]}, term
+        assert _pages(redis_client, PodFilter(q=term), 41) == _brute_force(
+            redis_client, PodFilter(q=term)
+        )
+        checked += 1
+    assert checked >= 5
 
 
 def test_renames_verdict_changes_deletions_and_recreations(redis_client, written):

@@ -10,12 +10,19 @@ then the same for the fleet API's answer from the kept aggregates (``queries.fle
 + ``fleet.kept_fleet``, the 10,000-pod swimlane included, JSON-encoded).
 
     .venv/bin/python -m tests.webui.bench_search [--pods 150000] [--rounds 600]
-        [--names deployment|scale] [--url redis://...]
+        [--names deployment|scale] [--trace PATH] [--url redis://...]
 
-``--names scale`` names the pods as the scale trace (and so the pages bench) does:
-``team-<i mod 7>/load-<i mod 150,000>``, churn re-creating names, so a prefix such as
-``load-`` or a namespace matches a large share of the store. ``--url`` uses that Redis and
-fills it only when it holds no pods (A/B runs of two checkouts on the same data).
+``--names scale``: ``team-<i mod 7>/load-<i mod 150,000>``, names re-created, so a prefix
+such as ``load-`` or a namespace matches a large share of the store (random verdicts and
+creation times, as every synthetic store here). ``--trace``: instead, the store the pages
+bench searches, that trace folded by the real fold (``devtools.bench.ingest``; the scale
+trace, ``.run/bench/scale-5000-150000.jsonl``: 269,592 pods in namespaces
+``load-000``..``load-049``, its first 150,000 named ``load-NNNNNN`` and created in one
+second, so one verdict of them is one score behind the churn's ``churn-xxxxx`` pods), and
+the pages bench's terms from its sample of the stored pods. ``--url`` uses that Redis and
+fills it only when it holds no pods (A/B runs of two checkouts on the same data). The
+searching thread's CPU is also given per kind of term (prefix, fragment, namespace,
+namespace/prefix, as ``search_terms`` makes them).
 
 Not a test: figures depend on the machine (say how loaded it was when you quote them).
 """
@@ -39,7 +46,8 @@ import redis
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "handoff.settings")
 django.setup()
 
-from devtools.bench.pages import search_terms  # noqa: E402
+from devtools.bench.ingest import ingest  # noqa: E402
+from devtools.bench.pages import sample_pods, search_terms  # noqa: E402
 from handoff.live import paging, queries, store  # noqa: E402
 from handoff.live.pages.fleet import SWIMLANE_LIMIT, kept_fleet  # noqa: E402
 from handoff.live.paging import PodFilter, QueryError  # noqa: E402
@@ -76,6 +84,13 @@ def fill(client: redis.Redis, chosen: list[tuple[str, str]]) -> None:
         for offset, view in enumerate(views.values()):
             view["namespace"], view["name"] = chosen[start + offset]
         write(client, CLUSTER, views, previous)
+
+
+def _kind(index: int, count: int) -> str:
+    """Which of ``search_terms``'s kinds its ``index``-th term of ``count`` is."""
+    if index == count - 1:
+        return "no match"
+    return ("prefix", "fragment", "namespace", "namespace/prefix")[index % 4]
 
 
 def _fleet(client: redis.Redis) -> float:
@@ -131,6 +146,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=150_000)
     parser.add_argument("--rounds", type=int, default=600)
     parser.add_argument("--names", choices=("deployment", "scale"), default="deployment")
+    parser.add_argument("--trace", type=Path)
     parser.add_argument("--url", default="")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
@@ -139,9 +155,17 @@ def main() -> None:
             client = redis.Redis.from_url(url)
             chosen = names(args.pods) if args.names == "deployment" else scale_names(args.pods)
             if not client.hlen(store.pods_key(CLUSTER)):
-                fill(client, chosen)
-            terms = search_terms(random.Random(5).sample(chosen, 50))
+                if args.trace:
+                    ingest(url, args.trace, CLUSTER)
+                else:
+                    fill(client, chosen)
+            if args.trace:
+                chosen = sample_pods(client, CLUSTER, 300)  # as the pages bench samples
+                terms = search_terms(chosen[:50])
+            else:
+                terms = search_terms(random.Random(5).sample(chosen, 50))
             samples, cpus, found = [], [], []
+            by_kind: dict[str, list[float]] = {}
             cpu = _redis_cpu(client)
             for i in range(args.rounds):
                 term = terms[i % len(terms)]
@@ -153,6 +177,7 @@ def main() -> None:
                     found.append(-1)
                 samples.append((time.perf_counter() - started) * 1000)
                 cpus.append((time.thread_time() - thread) * 1000)
+                by_kind.setdefault(_kind(i % len(terms), len(terms)), []).append(cpus[-1])
             samples.sort()
             served = _redis_cpu(client) - cpu
             index = sum(
@@ -173,6 +198,12 @@ def main() -> None:
                 "search, this thread's CPU: median {:.1f} ms, p95 {:.1f} ms, p99 {:.1f} ms, "
                 "max {:.1f} ms".format(statistics.median(cpus), *high, cpus[-1])
             )
+            for kind, spent in by_kind.items():
+                spent.sort()
+                print(
+                    f"  {kind}: {len(spent)} searches, CPU median {statistics.median(spent):.1f}"
+                    f" ms, p99 {spent[int(len(spent) * 0.99) - 1]:.1f} ms, max {spent[-1]:.1f} ms"
+                )
             print(f"redis: {served / args.rounds * 1e6:.0f} us of its CPU per search (INFO cpu)")
             full, empty = sum(1 for n in found if n >= 100), sum(1 for n in found if n == 0)
             print(f"pages: {full} full, {empty} empty, {found.count(-1)} refused")
