@@ -28,7 +28,14 @@ from handoff.core.timeline import Timeline
 from handoff.core.trace import LineError, WatchEvent
 from handoff.interop.importers import open_events
 from handoff.offline.checkpoints import Checkpoint, freeze, thaw
-from handoff.offline.judging import Delta, Durations, Steady, SteadyChain, SteadyJudging
+from handoff.offline.judging import (
+    Delta,
+    Durations,
+    Ranking,
+    Steady,
+    SteadyChain,
+    SteadyJudging,
+)
 
 # At most this many checkpoints are kept, whatever the trace's length: memory stays
 # bounded by (checkpoints x state size), seeking by (events / checkpoints) folds.
@@ -75,7 +82,9 @@ class ReplayState:
         self._working: Timeline | None = None
         self._position = 0
         self._moves = 0  # counts changes of the working timeline (see judged_at)
-        self._judged: tuple[tuple[int, float, float], tuple[dict, list, Delta | None]] | None = None
+        self._judged: tuple[tuple[int, float, float], tuple[dict, Ranking, Delta | None]] | None
+        self._judged = None
+        self._ranked: list[Any] | None = None  # the kept pass's ranking, once asked for
         self._build()
         # The fold ran with the collector paused: everything it made is young. Its first
         # full collection (about 1.5 s at 500,000 events) would fall on a page request;
@@ -174,23 +183,30 @@ class ReplayState:
         requests at one time) make it once; in it, the checkpoint's steady pods
         are not judged again (``SteadyJudging``). Call inside ``seek(at)``."""
         with self._lock:
-            timeline = self.timeline_at(at)
-            key = (self._moves, at, stuck_after)
-            if self._judged is None or self._judged[0] != key:
-                self._judged = None  # the old pass's pods are not kept meanwhile
-                slot = self._slot
-                judged = self._judging.judged(
-                    timeline, self.checkpoints[slot], self.steady[slot], at, stuck_after
-                )
-                self._judged = (key, judged)
-            head, ranked, _delta = self._judged[1]
-            return head, ranked
+            head, ranking, _delta = self._judge(at, stuck_after)
+            if self._ranked is None:
+                with paused_gc():
+                    self._ranked = ranking()
+            return head, self._ranked
 
     def judged_delta(self, at: float, stuck_after: float) -> Delta | None:
         """How ``judged_at``'s pass differs from its checkpoint's steady pods (None when
-        it judged every pod), for pages that keep aggregates of the steady pods. Call
-        inside ``seek(at)``."""
+        it judged every pod), for pages that keep aggregates of the steady pods: the
+        pass without its ranking of every pod, which they do not read. Call inside
+        ``seek(at)``."""
         with self._lock:
-            self.judged_at(at, stuck_after)
-            assert self._judged is not None
-            return self._judged[1][2]
+            return self._judge(at, stuck_after)[2]
+
+    def _judge(self, at: float, stuck_after: float) -> tuple[dict, Ranking, Delta | None]:
+        """The judging pass at ``at``, kept until the working timeline moves."""
+        timeline = self.timeline_at(at)
+        key = (self._moves, at, stuck_after)
+        if self._judged is None or self._judged[0] != key:
+            self._judged = None  # the old pass's pods are not kept meanwhile
+            self._ranked = None
+            slot = self._slot
+            judged = self._judging.judged(
+                timeline, self.checkpoints[slot], self.steady[slot], at, stuck_after
+            )
+            self._judged = (key, judged)
+        return self._judged[1]
