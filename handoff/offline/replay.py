@@ -3,8 +3,8 @@
 The trace's events are kept in memory in observed order. While they are folded once from
 start to end, the timeline is frozen every ``every`` events (``checkpoints.freeze``: pods
 unchanged since the checkpoint before are shared with it). Seeking to a time thaws the
-nearest checkpoint at or before it (a dict copy, plus copies of the pods the next events
-touch) and folds only the events between, so moving a slider costs at most ``every``
+nearest checkpoint at or before it (a dict copy, plus copies of the pods the events
+folded touch) and folds only the events between, so moving a slider costs at most ``every``
 events and a dict copy, not the trace nor a deserialised timeline.
 
 Events are ordered by their observed time (a stable sort: within one watch the order is
@@ -27,7 +27,7 @@ from handoff.core.gcpause import paused_gc
 from handoff.core.timeline import Timeline
 from handoff.core.trace import LineError, WatchEvent
 from handoff.interop.importers import open_events
-from handoff.offline.checkpoints import Checkpoint, freeze, thaw
+from handoff.offline.checkpoints import Checkpoint, copy_touched, freeze, thaw
 from handoff.offline.judging import (
     Delta,
     Durations,
@@ -114,30 +114,32 @@ class ReplayState:
 
     def _build(self) -> None:
         timeline = Timeline(self.cluster)
-        touched: set[str] = set()
+        touched: dict[str, int] = {}  # uid: the index of the slot's first event touching it
         with paused_gc():
             for index, event in enumerate(self.events):
                 if index % self.every == 0:
                     self._checkpoint(timeline, index, touched)
-                    touched = set()
+                    touched = {}
                 pod = timeline.apply(event)
-                if pod is not None:
-                    touched.add(pod.uid)
+                if pod is not None and pod.uid not in touched:
+                    touched[pod.uid] = index
             self._close(self.checkpoints[-1], timeline, touched)
         # Not kept as the working timeline: seeks thaw checkpoints, whose steady pods'
         # judgements hold (offline/judging.py); the live timeline's pods are not those.
         del self._chain  # what it carries from slot to slot
 
-    def _checkpoint(self, timeline: Timeline, index: int, touched: set[str]) -> None:
+    def _checkpoint(self, timeline: Timeline, index: int, touched: dict[str, int]) -> None:
         before = self.checkpoints[-1] if self.checkpoints else None
         if before is not None:
             self._close(before, timeline, touched)
         self.checkpoints.append(freeze(timeline, index, before, touched))
 
-    def _close(self, checkpoint: Checkpoint, timeline: Timeline, touched: set[str]) -> None:
+    def _close(self, checkpoint: Checkpoint, timeline: Timeline, touched: dict[str, int]) -> None:
         """The checkpoint's slot folded (``timeline`` is at its end): what it changed,
         and the checkpoint's steady pods for the times whose seek thaws it."""
         checkpoint.touched = frozenset(touched)
+        checkpoint.first_touched = tuple(touched)
+        checkpoint.first_touch_at = tuple(touched.values())
         checkpoint.removed = frozenset(checkpoint.pods.keys() - timeline.pods.keys())
         position = checkpoint.position
         low = self.times[position - 1] if position else -math.inf
@@ -167,11 +169,12 @@ class ReplayState:
             working = self._working
             if working is None or not base <= self._position <= target:
                 with paused_gc():
-                    working = thaw(self.checkpoints[slot])
+                    working = thaw(self.checkpoints[slot], copied=False)
                 self._slot, self._position = slot, base
             if working is not self._working or self._position != target:
                 self._moves += 1
             with paused_gc():
+                copy_touched(working, self.checkpoints[slot], self._position, target)
                 for event in self.events[self._position : target]:
                     working.apply(event)
             self._working, self._position = working, target

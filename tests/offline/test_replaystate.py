@@ -110,3 +110,34 @@ def test_the_delta_alone_leaves_the_ranking_unmade_until_asked(monkeypatch) -> N
             assert state.judged_delta(at, 60.0) is state.judged_delta(at, 60.0)
     assert steady  # the shortcut's lazy ranking was taken, not only the full pass
     assert rankings
+
+
+def test_a_seek_copies_only_the_pods_it_folds_and_never_changes_a_checkpoint() -> None:
+    """A seek shares with its checkpoint every pod the events up to the time asked do
+    not touch (copied only before the first event touching it, moving forward too),
+    while the checkpoints stay as they were frozen."""
+    from handoff.offline.checkpoints import _encode
+
+    events = list(TraceReader(TRACES / "scheduled-running.jsonl")) + list(
+        TraceReader(TRACES / "node-lost.jsonl")
+    )
+    state = ReplayState(events, every=5)
+    frozen = [{uid: _encode(p) for uid, p in c.pods.items()} for c in state.checkpoints]
+    times = state.times
+    shared = 0
+    for at in [*times[::2], *reversed(times[1::3]), times[-1], times[0]]:
+        timeline = state.timeline_at(at)
+        target = state.count_until(at)
+        checkpoint = state.checkpoints[state._slot]
+        touched_by_now = {
+            uid
+            for uid, first in zip(checkpoint.first_touched, checkpoint.first_touch_at, strict=True)
+            if first < target
+        }
+        for uid, pod in timeline.pods.items():
+            if pod is checkpoint.pods.get(uid):
+                assert uid not in touched_by_now, (at, uid)  # folded into: a copy
+                shared += uid in checkpoint.touched  # touched later in the slot
+        assert report_at(timeline, at) == report_at(fold(events, until=at), at)
+    assert shared  # pods of the slot's events not yet reached were not copied
+    assert frozen == [{uid: _encode(p) for uid, p in c.pods.items()} for c in state.checkpoints]
