@@ -6,15 +6,18 @@ checkpoints is the same frozen object in both, so a checkpoint costs a dict slot
 plus a copy of each pod changed since the one before (not a whole serialised timeline).
 
 Seeking thaws a checkpoint: a new ``Timeline`` whose pods dict is a copy of the
-checkpoint's (the same frozen objects), except that the pods the next segment's events
-touch are copies of their own, and so are the nodes and the small books. The events of
-that segment can then be folded into it without changing the checkpoint. Which pods a
-segment touches is what ``Timeline.apply`` returned while the segment was first folded:
-the fold is deterministic, so folding it again from the same state touches the same pods.
+checkpoint's (the same frozen objects), nodes and small books copies of their own; a pod
+the segment's events touch is copied just before the first of them is folded
+(``copy_touched``), so the pods the seek does not reach stay the frozen ones (whose
+facts the replay's pages keep by their ids). The checkpoint is never changed. Which
+pods a segment touches, and where first, is what ``Timeline.apply`` returned while the
+segment was first folded: the fold is deterministic, so folding it again from the same
+state touches the same pods.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
 
@@ -68,6 +71,10 @@ class Checkpoint:
     owners: OwnerBook
     touched: frozenset[str] = frozenset()
     removed: frozenset[str] = frozenset()
+    # ``touched`` in the order the slot's events first touch them, and the index (in the
+    # trace's events) of each one's first touch: a seek copies only those it folds.
+    first_touched: tuple[str, ...] = ()
+    first_touch_at: tuple[int, ...] = ()
 
 
 def freeze(
@@ -103,15 +110,18 @@ def freeze(
     )
 
 
-def thaw(checkpoint: Checkpoint) -> Timeline:
+def thaw(checkpoint: Checkpoint, copied: bool = True) -> Timeline:
     """A timeline equal to the checkpoint's state that the segment after it can be
-    folded into: what that segment changes is copied, the rest is shared (read-only)."""
+    folded into: what that segment changes is copied, the rest is shared (read-only).
+    ``copied=False``: no pod is copied yet; ``copy_touched`` copies those the events to
+    be folded touch, before they are."""
     timeline = Timeline(checkpoint.cluster)
     pods = dict(checkpoint.pods)
-    for uid in checkpoint.touched:
-        pod = pods.get(uid)
-        if pod is not None:
-            pods[uid] = copy_pod(pod)
+    if copied:
+        for uid in checkpoint.touched:
+            pod = pods.get(uid)
+            if pod is not None:
+                pods[uid] = copy_pod(pod)
     timeline.pods = pods
     timeline.nodes = {name: copy_node(node) for name, node in checkpoint.nodes.items()}
     timeline.by_name = dict(checkpoint.by_name)
@@ -125,3 +135,16 @@ def thaw(checkpoint: Checkpoint) -> Timeline:
     timeline.events_applied = checkpoint.events_applied
     timeline.owners = copy_owners(checkpoint.owners)
     return timeline
+
+
+def copy_touched(timeline: Timeline, checkpoint: Checkpoint, low: int, high: int) -> None:
+    """Before the events ``[low, high)`` are folded into a timeline thawed with
+    ``copied=False`` (and folded up to ``low``): copies of the checkpoint's pods they
+    touch first. A pod not yet touched stays the frozen one, whose facts the pages keep
+    by its id (webui/detail/replayed.py): a seek early in a slot copies few pods."""
+    at = checkpoint.first_touch_at
+    pods, frozen = timeline.pods, checkpoint.pods
+    for uid in checkpoint.first_touched[bisect_left(at, low) : bisect_left(at, high)]:
+        pod = pods.get(uid)
+        if pod is not None and pod is frozen.get(uid):
+            pods[uid] = copy_pod(pod)

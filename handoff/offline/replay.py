@@ -3,8 +3,8 @@
 The trace's events are kept in memory in observed order. While they are folded once from
 start to end, the timeline is frozen every ``every`` events (``checkpoints.freeze``: pods
 unchanged since the checkpoint before are shared with it). Seeking to a time thaws the
-nearest checkpoint at or before it (a dict copy, plus copies of the pods the next events
-touch) and folds only the events between, so moving a slider costs at most ``every``
+nearest checkpoint at or before it (a dict copy, plus copies of the pods the events
+folded touch) and folds only the events between, so moving a slider costs at most ``every``
 events and a dict copy, not the trace nor a deserialised timeline.
 
 Events are ordered by their observed time (a stable sort: within one watch the order is
@@ -27,8 +27,15 @@ from handoff.core.gcpause import paused_gc
 from handoff.core.timeline import Timeline
 from handoff.core.trace import LineError, WatchEvent
 from handoff.interop.importers import open_events
-from handoff.offline.checkpoints import Checkpoint, freeze, thaw
-from handoff.offline.judging import Delta, Durations, Steady, SteadyChain, SteadyJudging
+from handoff.offline.checkpoints import Checkpoint, copy_touched, freeze, thaw
+from handoff.offline.judging import (
+    Delta,
+    Durations,
+    Ranking,
+    Steady,
+    SteadyChain,
+    SteadyJudging,
+)
 
 # At most this many checkpoints are kept, whatever the trace's length: memory stays
 # bounded by (checkpoints x state size), seeking by (events / checkpoints) folds.
@@ -75,7 +82,9 @@ class ReplayState:
         self._working: Timeline | None = None
         self._position = 0
         self._moves = 0  # counts changes of the working timeline (see judged_at)
-        self._judged: tuple[tuple[int, float, float], tuple[dict, list, Delta | None]] | None = None
+        self._judged: tuple[tuple[int, float, float], tuple[dict, Ranking, Delta | None]] | None
+        self._judged = None
+        self._ranked: list[Any] | None = None  # the kept pass's ranking, once asked for
         self._build()
         # The fold ran with the collector paused: everything it made is young. Its first
         # full collection (about 1.5 s at 500,000 events) would fall on a page request;
@@ -105,30 +114,32 @@ class ReplayState:
 
     def _build(self) -> None:
         timeline = Timeline(self.cluster)
-        touched: set[str] = set()
+        touched: dict[str, int] = {}  # uid: the index of the slot's first event touching it
         with paused_gc():
             for index, event in enumerate(self.events):
                 if index % self.every == 0:
                     self._checkpoint(timeline, index, touched)
-                    touched = set()
+                    touched = {}
                 pod = timeline.apply(event)
-                if pod is not None:
-                    touched.add(pod.uid)
+                if pod is not None and pod.uid not in touched:
+                    touched[pod.uid] = index
             self._close(self.checkpoints[-1], timeline, touched)
         # Not kept as the working timeline: seeks thaw checkpoints, whose steady pods'
         # judgements hold (offline/judging.py); the live timeline's pods are not those.
         del self._chain  # what it carries from slot to slot
 
-    def _checkpoint(self, timeline: Timeline, index: int, touched: set[str]) -> None:
+    def _checkpoint(self, timeline: Timeline, index: int, touched: dict[str, int]) -> None:
         before = self.checkpoints[-1] if self.checkpoints else None
         if before is not None:
             self._close(before, timeline, touched)
         self.checkpoints.append(freeze(timeline, index, before, touched))
 
-    def _close(self, checkpoint: Checkpoint, timeline: Timeline, touched: set[str]) -> None:
+    def _close(self, checkpoint: Checkpoint, timeline: Timeline, touched: dict[str, int]) -> None:
         """The checkpoint's slot folded (``timeline`` is at its end): what it changed,
         and the checkpoint's steady pods for the times whose seek thaws it."""
         checkpoint.touched = frozenset(touched)
+        checkpoint.first_touched = tuple(touched)
+        checkpoint.first_touch_at = tuple(touched.values())
         checkpoint.removed = frozenset(checkpoint.pods.keys() - timeline.pods.keys())
         position = checkpoint.position
         low = self.times[position - 1] if position else -math.inf
@@ -158,11 +169,12 @@ class ReplayState:
             working = self._working
             if working is None or not base <= self._position <= target:
                 with paused_gc():
-                    working = thaw(self.checkpoints[slot])
+                    working = thaw(self.checkpoints[slot], copied=False)
                 self._slot, self._position = slot, base
             if working is not self._working or self._position != target:
                 self._moves += 1
             with paused_gc():
+                copy_touched(working, self.checkpoints[slot], self._position, target)
                 for event in self.events[self._position : target]:
                     working.apply(event)
             self._working, self._position = working, target
@@ -174,23 +186,30 @@ class ReplayState:
         requests at one time) make it once; in it, the checkpoint's steady pods
         are not judged again (``SteadyJudging``). Call inside ``seek(at)``."""
         with self._lock:
-            timeline = self.timeline_at(at)
-            key = (self._moves, at, stuck_after)
-            if self._judged is None or self._judged[0] != key:
-                self._judged = None  # the old pass's pods are not kept meanwhile
-                slot = self._slot
-                judged = self._judging.judged(
-                    timeline, self.checkpoints[slot], self.steady[slot], at, stuck_after
-                )
-                self._judged = (key, judged)
-            head, ranked, _delta = self._judged[1]
-            return head, ranked
+            head, ranking, _delta = self._judge(at, stuck_after)
+            if self._ranked is None:
+                with paused_gc():
+                    self._ranked = ranking()
+            return head, self._ranked
 
     def judged_delta(self, at: float, stuck_after: float) -> Delta | None:
         """How ``judged_at``'s pass differs from its checkpoint's steady pods (None when
-        it judged every pod), for pages that keep aggregates of the steady pods. Call
-        inside ``seek(at)``."""
+        it judged every pod), for pages that keep aggregates of the steady pods: the
+        pass without its ranking of every pod, which they do not read. Call inside
+        ``seek(at)``."""
         with self._lock:
-            self.judged_at(at, stuck_after)
-            assert self._judged is not None
-            return self._judged[1][2]
+            return self._judge(at, stuck_after)[2]
+
+    def _judge(self, at: float, stuck_after: float) -> tuple[dict, Ranking, Delta | None]:
+        """The judging pass at ``at``, kept until the working timeline moves."""
+        timeline = self.timeline_at(at)
+        key = (self._moves, at, stuck_after)
+        if self._judged is None or self._judged[0] != key:
+            self._judged = None  # the old pass's pods are not kept meanwhile
+            self._ranked = None
+            slot = self._slot
+            judged = self._judging.judged(
+                timeline, self.checkpoints[slot], self.steady[slot], at, stuck_after
+            )
+            self._judged = (key, judged)
+        return self._judged[1]

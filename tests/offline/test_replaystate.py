@@ -80,3 +80,64 @@ def test_one_judging_pass_serves_every_request_at_one_time(monkeypatch) -> None:
             assert head["summary"] == expected["summary"]
             assert [item[4] for item in ranked] == [p["uid"] for p in expected["pods"]]
     assert passes == [early, late, early]  # again only once the timeline moved
+
+
+def test_the_delta_alone_leaves_the_ranking_unmade_until_asked(monkeypatch) -> None:
+    """``judged_delta`` (the fleet page's) does not rank every pod; ``judged_at`` at the
+    same time then ranks them once, as ``report.judged`` does, and keeps the ranking."""
+    from handoff.offline import judging
+
+    events = list(TraceReader(TRACES / "scheduled-running.jsonl")) + list(
+        TraceReader(TRACES / "node-lost.jsonl")
+    )
+    state = ReplayState(events, every=3)
+    rankings = []
+    real = judging._ranked
+    monkeypatch.setattr(judging, "_ranked", lambda *a: rankings.append(1) or real(*a))
+    times = sorted({e.time() for e in events})
+    steady = 0
+    for at in times[len(times) // 2 :]:
+        with state.seek(at):
+            made = len(rankings)
+            steady += state.judged_delta(at, 60.0) is not None
+            assert len(rankings) == made  # the delta alone: no ranking
+            expected = build_report(fold(events, until=at), at=at)
+            for _ in range(2):
+                head, ranked = state.judged_at(at, 60.0)
+                assert head["summary"] == expected["summary"]
+                assert [item[4] for item in ranked] == [p["uid"] for p in expected["pods"]]
+            assert len(rankings) <= made + 1  # made once for both asks
+            assert state.judged_delta(at, 60.0) is state.judged_delta(at, 60.0)
+    assert steady  # the shortcut's lazy ranking was taken, not only the full pass
+    assert rankings
+
+
+def test_a_seek_copies_only_the_pods_it_folds_and_never_changes_a_checkpoint() -> None:
+    """A seek shares with its checkpoint every pod the events up to the time asked do
+    not touch (copied only before the first event touching it, moving forward too),
+    while the checkpoints stay as they were frozen."""
+    from handoff.offline.checkpoints import _encode
+
+    events = list(TraceReader(TRACES / "scheduled-running.jsonl")) + list(
+        TraceReader(TRACES / "node-lost.jsonl")
+    )
+    state = ReplayState(events, every=5)
+    frozen = [{uid: _encode(p) for uid, p in c.pods.items()} for c in state.checkpoints]
+    times = state.times
+    shared = 0
+    for at in [*times[::2], *reversed(times[1::3]), times[-1], times[0]]:
+        timeline = state.timeline_at(at)
+        target = state.count_until(at)
+        checkpoint = state.checkpoints[state._slot]
+        touched_by_now = {
+            uid
+            for uid, first in zip(checkpoint.first_touched, checkpoint.first_touch_at, strict=True)
+            if first < target
+        }
+        for uid, pod in timeline.pods.items():
+            if pod is checkpoint.pods.get(uid):
+                assert uid not in touched_by_now, (at, uid)  # folded into: a copy
+                shared += uid in checkpoint.touched  # touched later in the slot
+        assert report_at(timeline, at) == report_at(fold(events, until=at), at)
+    assert shared  # pods of the slot's events not yet reached were not copied
+    assert frozen == [{uid: _encode(p) for uid, p in c.pods.items()} for c in state.checkpoints]

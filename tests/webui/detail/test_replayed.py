@@ -239,3 +239,46 @@ def test_the_fleet_answer_is_gone_before_the_collector_runs_again(tmp_path: Path
     # Held past the pause: collected young at once, or waiting for it (a list per lane
     # and per bar).
     assert 0 in held or held_grown > 4 * lanes
+
+
+def test_the_swimlane_by_columns_equals_the_live_swimlane() -> None:
+    """``_swimlane`` (a stage's bars of each shape of lane at once, merged by lane)
+    equals ``fleet.swimlane`` over the same lanes, bar for bar and in its stages' order:
+    lanes of many shapes, stages first met in later lanes, open last bars (one not yet
+    begun at the time asked), lanes without bars."""
+    from types import SimpleNamespace
+
+    from handoff.live.pages.fleet import swimlane
+
+    rng = random.Random(5)
+    stages = ["scheduling", "awaiting-kubelet", "admission", "sandbox", "running", "gone"]
+    now = 1_772_360_000.0
+    pods, verdicts, lanes, chosen = [], [], {}, []
+    for i in range(300):
+        pod = SimpleNamespace(namespace=f"ns-{i % 3}", name=f"p-{i}", uid=f"u-{i}")
+        names = [s for s in stages if rng.random() < (0.2 if i < 20 else 0.7)]
+        at = now - rng.uniform(10, 500)
+        flat: list = []
+        for name in names:
+            start = at
+            at += rng.uniform(0, 20)
+            flat += (name, round(start * 1000), round(at * 1000))
+        open_start = None
+        if names and rng.random() < 0.5:
+            open_start = now + 5 if i == 7 else (flat[-2] / 1000)
+        first = min(flat[1::3]) if flat else None
+        lanes[id(pod)] = (flat, open_start, first, replayed._shape(flat, open_start))
+        verdict = rng.choice(["running", "stuck", "rejected"])
+        ended = list(flat)
+        if open_start is not None:
+            now_ms = replayed._ms(now)
+            ended[-1] = now_ms if now >= open_start else replayed._ms(open_start)
+        pods.append(pod)
+        verdicts.append(verdict)
+        chosen.append([pod.namespace, pod.name, pod.uid, verdict, ended])
+    made = replayed._swimlane(pods, verdicts, lanes, now, 42)
+    want = swimlane(chosen, 42)
+    assert len({lane[3] for lane in lanes.values()}) > 20  # many shapes
+    assert replayed.listed({"swimlane": made})["swimlane"] == want
+    assert list(made["bars"]) == list(want["bars"])  # the stages in the same order
+    assert encode(made) == encode(want)
