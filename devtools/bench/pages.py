@@ -505,7 +505,12 @@ def _phase_run(
 
 
 def run_pages_benchmarks(results: Results, services: Services, seconds: float) -> None:
-    pages = run_pages(services, seconds=seconds)
+    report_pages(results, run_pages(services, seconds=seconds))
+
+
+def report_pages(results: Results, pages: dict[str, Any]) -> None:
+    """The section's JSON and its figures: the 300 ms target judged on the 50 people at
+    150,000 pods; the closed loop (saturation) reported beside its throughput."""
     results.sections["pages"] = pages
     scale = f"{pages['store_pods']:,} pods, {pages['store_nodes']:,} nodes"
     web = f"{pages['web_processes']} Daphne processes"
@@ -513,15 +518,14 @@ def run_pages_benchmarks(results: Results, services: Services, seconds: float) -
     low, high = pages["people"]["think_s"]
     people = f"{pages['clients']} people, think {low:g} to {high:g} s, {pages['seconds']:.0f} s"
     at_scale = pages["store_pods"] >= 150_000
-    # The closed loop is saturation: its p99 is reported beside its throughput, not judged.
     _page_figures(results, "pages", pages, None, f"{closed}, ingest {INGEST_RATE}/s; {scale}")
     _page_figures(
         results, "pages, 50 people", pages["people"], at_scale,
         f"{people}, ingest {INGEST_RATE}/s; {scale}; {web}",
     )  # fmt: skip
-    for label, phase, how in (
-        ("pages", pages, closed),
-        ("pages, 50 people", pages["people"], people),
+    for label, phase, how, judged in (
+        ("pages", pages, closed, False),
+        ("pages, 50 people", pages["people"], people, True),
     ):
         ws = phase["ws"]
         results.add(
@@ -529,10 +533,14 @@ def run_pages_benchmarks(results: Results, services: Services, seconds: float) -
                 f"{label}: websocket subscribers on the board, fed → frame",
                 ws["p99_ms"] if ws["p99_ms"] is not None else float("nan"),
                 "ms p99",
-                target=f"p99 ≤ {P99_TARGET_MS:.0f} ms",
-                met=ws["p99_ms"] is not None
-                and ws["p99_ms"] <= P99_TARGET_MS
-                and not ws["missing"],
+                target=f"p99 ≤ {P99_TARGET_MS:.0f} ms"
+                if judged
+                else "reported, not judged (saturation)",
+                met=(
+                    ws["p99_ms"] is not None and ws["p99_ms"] <= P99_TARGET_MS and not ws["missing"]
+                )
+                if judged
+                else None,
                 note=f"p50 {ws['p50_ms']} ms, {ws['subscribers']} subscribers, "
                 f"{ws['missing']} frames missing; {how}",
             )
