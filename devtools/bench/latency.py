@@ -65,12 +65,13 @@ class Feeder:
         self.sent: dict[str, float] = {}
         self.next = 0
 
-    def run(self, rate: float, seconds: float) -> None:
-        """Hand over ``rate * seconds`` pods, evenly over ``seconds``."""
+    def run(self, rate: float, seconds: float, stop: Any = None) -> None:
+        """Hand over ``rate * seconds`` pods, evenly over ``seconds``; sooner if ``stop``
+        (an event) is set."""
         total = int(rate * seconds)
         start = time.monotonic()
         done = 0
-        while done < total:
+        while done < total and not (stop is not None and stop.is_set()):
             due = min(total, int((time.monotonic() - start) * rate))
             if due > done:
                 self._write(due - done)
@@ -196,6 +197,18 @@ def _feed_elsewhere(
     if proc.exitcode != 0:
         raise RuntimeError(f"the feeder failed with exit code {proc.exitcode}")
     return orjson.loads(out.read_bytes())
+
+
+def fold_lag(client: redis.Redis, cluster: str) -> float:
+    """Seconds between now and the stream entry the fold reached; 0 once it has folded
+    the last one. Entries are stamped by Redis (``*`` ids), so this is how long the
+    oldest event not yet folded has waited."""
+    last = client.xrevrange(store.events_key(cluster), count=1)
+    cursor = store.fold_state(client, cluster, "cursor").get("cursor")
+    if not last or cursor == last[0][0].decode():
+        return 0.0
+    reached = int(cursor.split("-")[0]) if cursor else int(last[0][0].split(b"-")[0])
+    return max(0.0, time.time() - reached / 1000)
 
 
 def caught_up(client: redis.Redis, cluster: str, timeout: float) -> None:

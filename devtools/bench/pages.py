@@ -38,6 +38,7 @@ from devtools.bench.latency import (
     _Arrivals,
     _websocket_client,
     caught_up,
+    fold_lag,
 )
 from devtools.bench.results import Figure, Results
 from devtools.bench.services import Services
@@ -226,9 +227,9 @@ def _ws_subscribers(
     Path(out).write_bytes(orjson.dumps(seen))
 
 
-def _feed(url: str, rate: float, seconds: float, out: str) -> None:
+def _feed(url: str, rate: float, seconds: float, stop: Any, out: str) -> None:
     feeder = Feeder(url, LATENCY_CLUSTER)
-    feeder.run(rate, seconds)
+    feeder.run(rate, seconds, stop)
     Path(out).write_bytes(orjson.dumps(feeder.sent))
 
 
@@ -358,13 +359,17 @@ def run_pages(
     subs.start()
     if not ready.wait(90):
         raise RuntimeError("the websocket subscribers did not connect")
+    fed = context.Event()
     feed = context.Process(
-        target=_feed, args=(url, rate, 2 * seconds + 5, str(work / "pages-sent.json"))
+        target=_feed,
+        args=(url, rate, 2 * seconds + SETTLE_MAX_S + 5, fed, str(work / "pages-sent.json")),
     )
-    feed.start()  # for both phases and the few seconds starting their processes takes
+    feed.start()  # for both phases, the settling between them and their processes' start
     cpu = _CPU(services, {"feeder": feed.pid, "subscribers": subs.pid})
     closed = _phase_run(context, site, cookie, requests, clients, seconds, None, client, cpu)
+    settled = settle(client, LATENCY_CLUSTER, SETTLE_MAX_S)
     people = _phase_run(context, site, cookie, requests, clients, seconds, think, client, cpu)
+    fed.set()
     feed.join()
     caught_up(client, LATENCY_CLUSTER, timeout=60)
     time.sleep(1.0)  # the last fed pods through Daphne
@@ -384,7 +389,7 @@ def run_pages(
         }
     # The closed loop keeps the keys it always had (pages.<page>, ws, ingest_events_per_s).
     result: dict[str, Any] = {**closed, "closed_loop": {"think_s": None}}
-    result["people"] = {**people, "think_s": list(think)}
+    result["people"] = {**people, "think_s": list(think), "settled": settled}
     result["ingest_target_per_s"] = rate
     result["clients"] = clients
     result["seconds"] = seconds
@@ -395,6 +400,24 @@ def run_pages(
 
 
 SLOWLOG_MAX = 1000  # entries read back; Redis keeps slowlog-max-len (128 by default)
+
+# The people start once the fold is back within SETTLE_LAG_S of the feed: a saturated closed
+# loop leaves the fold behind, and its backlog would otherwise be billed to the people.
+SETTLE_LAG_S, SETTLE_MAX_S = 0.5, 60.0
+
+
+def settle(client: redis.Redis, cluster: str, timeout: float) -> dict[str, Any]:
+    """Wait, the feed still running, until the fold's lag is under ``SETTLE_LAG_S``:
+    how long it took, the lag found at the start, and whether it got there."""
+    started = time.monotonic()
+    first = lag = fold_lag(client, cluster)
+    while lag >= SETTLE_LAG_S and time.monotonic() - started < timeout:
+        time.sleep(0.1)
+        lag = fold_lag(client, cluster)
+    return {
+        "seconds": round(time.monotonic() - started, 1), "lag_before_s": round(first, 2),
+        "lag_after_s": round(lag, 2), "reached": lag < SETTLE_LAG_S,
+    }  # fmt: skip
 
 
 def redis_slow(entries: list[dict[str, Any]]) -> dict[str, Any]:

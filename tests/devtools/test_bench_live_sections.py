@@ -86,6 +86,9 @@ def test_the_pages_section_loads_every_page_while_ingest_runs(services):
     # People read before the next page: fewer pages per second than the closed loop.
     assert 0 < result["people"]["pages_per_s"] < result["pages_per_s"]
     assert result["people"]["think_s"] == [0.05, 0.2]
+    # The people began once the fold had caught up with the feed the closed loop left.
+    assert result["people"]["settled"]["reached"] is True
+    assert result["people"]["settled"]["lag_after_s"] < pages.SETTLE_LAG_S
     assert result["web_processes"] >= 1
     # Every sample tells where its time went (the web's Server-Timing), and the phase what
     # the processes used and how late the load process's own loop ran.

@@ -1,7 +1,10 @@
 """The pages bench's breakdown of a page's time (devtools/bench/pages.py): the web's
-Server-Timing header read, summed per page and summarised, on made-up samples."""
+Server-Timing header read, summed per page and summarised, on made-up samples; the
+report's judging; the wait for the fold between the two client models."""
 
 from __future__ import annotations
+
+import time
 
 from devtools.bench import pages
 
@@ -90,3 +93,23 @@ def test_the_target_is_judged_on_the_people_and_never_on_the_saturated_closed_lo
     assert set(closed.values()) == {None}
     assert set(people.values()) == {True}
     assert results.sections["pages"] is section
+
+
+def test_the_people_start_once_the_fold_is_back_within_half_a_second_of_the_feed(redis_client):
+    from handoff.live import store
+
+    cluster = "settle"
+    events = store.events_key(cluster)
+    old = redis_client.xadd(events, {"line": "{}"}, id=f"{int(time.time() * 1000) - 5000}-0")
+    redis_client.xadd(events, {"line": "{}"})
+    redis_client.hset(store.fold_key(cluster), "cursor", old.decode())
+    # The fold five seconds behind the feed: it is not settled, and the wait says so.
+    assert 4.9 < pages.fold_lag(redis_client, cluster) < 7
+    waited = pages.settle(redis_client, cluster, timeout=0.3)
+    assert waited["reached"] is False
+    assert waited["lag_before_s"] > 4.9
+    # The fold at the last entry: no lag, nothing to wait for.
+    last = redis_client.xrevrange(events, count=1)[0][0].decode()
+    redis_client.hset(store.fold_key(cluster), "cursor", last)
+    assert pages.fold_lag(redis_client, cluster) == 0.0
+    assert pages.settle(redis_client, cluster, timeout=5)["reached"] is True
