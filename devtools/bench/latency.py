@@ -207,8 +207,9 @@ def fold_lag(client: redis.Redis, cluster: str) -> float:
     cursor = store.fold_state(client, cluster, "cursor").get("cursor")
     if not last or cursor == last[0][0].decode():
         return 0.0
-    reached = int(cursor.split("-")[0]) if cursor else int(last[0][0].split(b"-")[0])
-    return max(0.0, time.time() - reached / 1000)
+    if cursor is None:  # nothing folded yet: the oldest entry has waited since it came
+        cursor = client.xrange(store.events_key(cluster), count=1)[0][0].decode()
+    return max(0.0, time.time() - int(cursor.split("-")[0]) / 1000)
 
 
 def caught_up(client: redis.Redis, cluster: str, timeout: float) -> None:

@@ -102,6 +102,8 @@ def test_the_people_start_once_the_fold_is_back_within_half_a_second_of_the_feed
     events = store.events_key(cluster)
     old = redis_client.xadd(events, {"line": "{}"}, id=f"{int(time.time() * 1000) - 5000}-0")
     redis_client.xadd(events, {"line": "{}"})
+    # Nothing folded yet: the oldest entry's wait.
+    assert 4.9 < pages.fold_lag(redis_client, cluster) < 7
     redis_client.hset(store.fold_key(cluster), "cursor", old.decode())
     # The fold five seconds behind the feed: it is not settled, and the wait says so.
     assert 4.9 < pages.fold_lag(redis_client, cluster) < 7
