@@ -19,8 +19,7 @@ matches' uids sent back) until a page is full. A pod that leaves the store leave
 ``names`` and its shard (and a rank shard whose ordinals are all gone goes too); its
 ordinal stays in the postings until the fold compacts them (``compact``: a posting whose
 dead entries reach a quarter of it is rewritten), and a candidate without a uid is no
-pod. About 4 bytes per trigram, 120
-bytes of names and 8 of rank per pod.
+pod. About 4 bytes per trigram, 120 bytes of names and 8 of rank per pod.
 
 ``version_key`` holds VERSION: a store whose index another layout wrote (an upgrade
 keeping Redis's data) is rebuilt by the fold's restore (``present`` is false), and until
@@ -433,8 +432,8 @@ def ranked(client: redis.Redis, cluster: str, ordinals: Iterable[int]) -> list[t
 
 # KEYS[1]: the names hash. ARGV[1]: the ordinal shards' key prefix, ARGV[2]: a folded
 # text, then ordinals. For each ordinal still that pod's (its names entry names it) whose
-# folded name holds the text (a plain find: no Lua pattern): its position among the
-# ordinals (from 1) and its uid; nothing for the others.
+# folded name holds the text (a plain find: no Lua pattern): the ordinal and its uid;
+# nothing for the others.
 _RESOLVE = """
 local text, out = ARGV[2], {}
 for i = 3, #ARGV do
@@ -445,7 +444,7 @@ for i = 3, #ARGV do
     local tab = string.find(entry, '\t', 1, true)
     local same = tab and string.sub(entry, 1, tab - 1) == ARGV[i]
     if same and string.find(entry, text, tab + 1, true) then
-      out[#out + 1] = i - 2
+      out[#out + 1] = o
       out[#out + 1] = uid
     end
   end
@@ -461,15 +460,8 @@ def resolve(client: redis.Redis, cluster: str, ordinals: list[int], text: str) -
     if not ordinals:
         return {}
     prefix = ordinal_key(cluster, 0)[:-1]
-    pipe = client.pipeline(transaction=False)
-    for start in range(0, len(ordinals), SCRIPT_BATCH):
-        batch = ordinals[start : start + SCRIPT_BATCH]
-        pipe.eval(_RESOLVE, 1, names_key(cluster), prefix, text, *batch)
-    out = {}
-    for start, reply in zip(range(0, len(ordinals), SCRIPT_BATCH), pipe.execute(), strict=True):
-        for i in range(0, len(reply), 2):
-            out[ordinals[start + reply[i] - 1]] = reply[i + 1].decode()
-    return out
+    reply = _batched(client, _RESOLVE, names_key(cluster), [prefix, text], ordinals)
+    return {reply[i]: reply[i + 1].decode() for i in range(0, len(reply), 2)}
 
 
 def _batched(
