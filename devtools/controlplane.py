@@ -206,8 +206,12 @@ def start(
     apiserver_args: Sequence[str] = (),
     audited_users: Sequence[str] = (),
 ) -> ControlPlane:
-    """Start etcd, kube-apiserver (ready), kube-scheduler and kube-controller-manager.
-    The requests of ``audited_users`` go to ``audit.log`` (JSON lines, Metadata level)."""
+    """Start etcd, kube-apiserver (ready), kube-scheduler and kube-controller-manager, and
+    return once the namespace ``default`` can take pods: its ``default`` account made by the
+    controller manager's serviceaccount controller, without which the ServiceAccount
+    admission plugin refuses a pod (v1.20: 'error looking up service account
+    default/default'). The requests of ``audited_users`` go to ``audit.log`` (JSON lines,
+    Metadata level)."""
     directory.mkdir(parents=True, exist_ok=True)
     if audited_users:
         apiserver_args = [*audit_args(directory, audited_users), *apiserver_args]
@@ -223,10 +227,33 @@ def start(
         plane.write_kubeconfig(plane.admin_kubeconfig, ADMIN, plane.admin_token())
         plane.start_apiserver()
         plane._start_controllers()
+        with admin_client(plane) as api:
+            wait_default_account(k8s.CoreV1Api(api), "default", START_TIMEOUT)
     except BaseException:
         plane.stop()
         raise
     return plane
+
+
+def has_default_account(core: k8s.CoreV1Api, namespace: str) -> bool:
+    """Whether ``namespace``'s ``default`` service account exists yet."""
+    try:
+        core.read_namespaced_service_account("default", namespace)
+    except k8s.ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def wait_default_account(core: k8s.CoreV1Api, namespace: str, timeout: float = 30.0) -> None:
+    """Until ``namespace`` can take pods that name no account: the serviceaccount controller
+    makes ``default`` shortly after the namespace, and pods created before are refused."""
+    deadline = time.monotonic() + timeout
+    while not has_default_account(core, namespace):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no service account {namespace}/default after {timeout:.0f}s")
+        time.sleep(0.2)
 
 
 def admin_client(plane: ControlPlane) -> k8s.ApiClient:

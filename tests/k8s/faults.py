@@ -104,16 +104,10 @@ def register(stack: Stack, plane: ControlPlane, admin: k8s.ApiClient, tmp: Path)
     core.create_namespace({"metadata": {"name": NAMESPACE}})
     run = Faults(stack, plane, core, tmp / "faulty.kubeconfig", tmp, 0)
     run.write_kubeconfig()
-    wait_for(lambda: _has_default_account(core), bool, 30, "the namespace's default account")
+    controlplane.wait_default_account(core, NAMESPACE)
     run.log_from = len(stack.worker_log())
     stack.add_cluster(CLUSTER, run.kubeconfig)
     return run
-
-
-def _has_default_account(core: k8s.CoreV1Api) -> bool:
-    return any(
-        a.metadata.name == "default" for a in core.list_namespaced_service_account(NAMESPACE).items
-    )
 
 
 def failing(stack: Stack) -> list[str]:

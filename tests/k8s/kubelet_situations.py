@@ -14,12 +14,13 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from devtools import controlplane
 from devtools.controlplane import ControlPlane
 from handoff.attach.run import Attached, attach
 from handoff.sim.cluster import Cluster
 from handoff.sim.scenarios.base import Options, Scenario
 from tests.conftest import wait_until
-from tests.k8s.situations import _has_default_account, _settled
+from tests.k8s.situations import _settled
 
 IMAGE = "nginx:1.27.3-alpine"  # pre-pulled on every attached node
 OK, HANG, LOST, GONE = "kl-ok", "kl-hang", "kl-lost", "kl-gone"
@@ -100,7 +101,7 @@ def _stage(core: k8s.CoreV1Api, kubelets: Attached) -> None:
     for node in NODES:
         wait_until(lambda n=node: _exists(core, n) and _settled(core, n), 60, f"{node} settled")
     for namespace in PODS:
-        wait_until(lambda ns=namespace: _has_default_account(core, ns), 30, "accounts")
+        controlplane.wait_default_account(core, namespace)
     kubelets.call(kubelets.cluster.fault, HANG, "hang")
     for namespace, pods in PODS.items():
         for body in pods:

@@ -16,6 +16,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from devtools import controlplane
 from tests.conftest import wait_until
 from tests.k8s.nodes import NodeAgent
 
@@ -105,7 +106,7 @@ def stage(admin: k8s.ApiClient, agent: NodeAgent) -> Staged:
         wait_until(lambda n=node: _settled(core, n), 60, f"{node}'s registration taint to go")
     time.sleep(2.0)
     for situation in SITUATIONS.values():  # pods need the namespace's default account
-        wait_until(lambda ns=situation.namespace: _has_default_account(core, ns), 30, "accounts")
+        controlplane.wait_default_account(core, situation.namespace)
     started: dict[str, float] = {}
     names = {}
     for key, create in CREATE.items():
@@ -183,16 +184,6 @@ CREATE: dict[str, Callable[[k8s.ApiClient, str], str]] = {
     "f": _pinned_deployment,
     "g": _terminating,
 }
-
-
-def _has_default_account(core: k8s.CoreV1Api, namespace: str) -> bool:
-    try:
-        core.read_namespaced_service_account("default", namespace)
-    except k8s.ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
 
 
 def _settled(core: k8s.CoreV1Api, name: str) -> bool:
