@@ -33,6 +33,10 @@ def builders(pid: int) -> list[int]:
     return [child for child in children(pid) if b"answers" in command(child)]
 
 
+def niceness(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
 def command(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -86,6 +90,21 @@ def test_the_answer_builder_runs_beside_them(serve, redis_client):
     proc, _ = serve
     assert len(builders(proc.pid)) == 1
     wait_until(lambda: redis_client.exists(shared_answers.BUILDER_KEY), 20, "its heartbeat")
+
+
+def test_the_web_runs_nicer_than_the_fold_so_page_loads_cannot_starve_ingestion(serve):
+    proc, _ = serve
+    started = children(proc.pid)  # the Daphne processes and the answer builder
+    assert len(started) == 3
+    assert [niceness(pid) for pid in started] == [niceness(proc.pid) + 5] * 3
+
+
+@pytest.mark.parametrize("nice", ["-1", "20"])
+def test_a_nice_out_of_range_is_refused_before_anything_starts(nice: str) -> None:
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="--nice must be 0 to 19"):
+        call_command("serve", "-p", str(free_port()), "--nice", nice)
 
 
 def test_sigterm_stops_every_process(serve):

@@ -12,16 +12,23 @@ Beside them runs one more child, the answer builder (``manage.py answers``): it 
 fleet and nodes answers every Daphne process sends, so none of them holds its GIL for a
 build while it serves requests (``handoff/live/answers.py``). ``--no-answer-builder``
 leaves it out; the Daphne processes then build those answers themselves.
+
+Every child runs at ``--nice`` (``HANDOFF_WEB_NICE``, 5): where the web shares cores with
+the fold (``manage.py demo``, one host), a flood of page loads must not starve ingestion,
+and the scheduler then gives the fold worker and Redis a core first. Nice is a weight, not
+a ceiling: an idle machine still gives the web every core.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from types import FrameType
 
 from django.conf import settings
@@ -32,6 +39,7 @@ from handoff.management.cliargs import port
 APPLICATION = "handoff.asgi:application"
 STOP_TIMEOUT = 10.0  # seconds the children get to close their connections
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+NICE_RANGE = range(20)  # raising one's own priority (a negative nice) needs CAP_SYS_NICE
 
 
 def listening_socket(host: str, number: int, backlog: int = 1024) -> socket.socket:
@@ -63,6 +71,18 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def child_setup(nice: int) -> Callable[[], None]:
+    """Between fork and exec of each child: die with this command, then lower its priority
+    by ``nice`` on top of this command's own."""
+
+    def setup() -> None:
+        die_with_parent()
+        if nice:
+            os.nice(nice)
+
+    return setup
+
+
 class Command(BaseCommand):
     help = "Serve pages and websockets with several Daphne processes on one port."
 
@@ -82,12 +102,22 @@ class Command(BaseCommand):
             action="store_false",
             help="no answer builder: the Daphne processes build the shared answers",
         )
+        parser.add_argument(
+            "--nice",
+            type=int,
+            default=settings.HANDOFF_WEB_NICE,
+            help="niceness added to every child, 0-19 (default HANDOFF_WEB_NICE, else 5): "
+            "the fold and Redis get a busy core first",
+        )
 
     def handle(self, *args, **options) -> None:
         port(options["port"])
         count = options["processes"]
         if count < 1:
             raise CommandError("--processes must be at least 1")
+        nice = options["nice"]
+        if nice not in NICE_RANGE:
+            raise CommandError(f"--nice must be 0 to 19, not {nice}")
         try:
             sock = listening_socket(options["bind"], options["port"])
         except OSError as exc:
@@ -96,16 +126,18 @@ class Command(BaseCommand):
             ) from exc
         argv = daphne_argv(sock.fileno(), options["application"])
         stopping = catch_stop_signals()  # before the children: none is left without a parent
+        setup = child_setup(nice)
         children = [
-            subprocess.Popen(argv, pass_fds=(sock.fileno(),), preexec_fn=die_with_parent)
+            subprocess.Popen(argv, pass_fds=(sock.fileno(),), preexec_fn=setup)
             for _ in range(count)
         ]
         sock.close()  # the children hold it now
         if options["answer_builder"]:
-            children.append(subprocess.Popen(builder_argv(), preexec_fn=die_with_parent))
+            children.append(subprocess.Popen(builder_argv(), preexec_fn=setup))
         self.stdout.write(
             f"serving on {options['bind']}:{options['port']} with {count} Daphne processes"
-            + (" and the answer builder" if options["answer_builder"] else ""),
+            + (" and the answer builder" if options["answer_builder"] else "")
+            + f", at nice +{nice}",
         )
         sys.exit(supervise(children, stopping))
 
