@@ -261,8 +261,8 @@ HANDOFF_STUCK_AFTER = envint("HANDOFF_STUCK_AFTER", "60")
 # Daphne processes `manage.py serve` starts on one listening socket: one process runs every
 # view on one thread, so one per core the web may use (docs/scaling.md).
 HANDOFF_WEB_PROCESSES = envint("HANDOFF_WEB_PROCESSES", str(len(os.sched_getaffinity(0))))
-# Niceness `manage.py serve` adds to its children: on shared cores the fold and Redis come
-# first, so page loads cannot starve ingestion (docs/scaling.md).
+# The nice `manage.py serve` gives the web's session while a fold is behind its stream, so
+# page loads cannot starve ingestion on shared cores (handoff/live/yielding.py).
 HANDOFF_WEB_NICE = envint("HANDOFF_WEB_NICE", "5")
 # A web process's garbage collector (webui/runtime.py): the young generation's threshold,
 # its loaded application frozen out of collections; 0 keeps Python's collector as it is.

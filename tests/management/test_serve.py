@@ -3,6 +3,7 @@
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,11 +93,35 @@ def test_the_answer_builder_runs_beside_them(serve, redis_client):
     wait_until(lambda: redis_client.exists(shared_answers.BUILDER_KEY), 20, "its heartbeat")
 
 
-def test_the_web_runs_nicer_than_the_fold_so_page_loads_cannot_starve_ingestion(serve):
+def session_nice(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no autogroup here")
+def test_the_web_yields_its_cores_while_a_fold_is_behind_and_only_then(serve, redis_client):
+    """serve leads its session (spawn starts one): the session, which the kernel weighs
+    against the worker's and Redis's, goes to HANDOFF_WEB_NICE while a running fold is
+    more than a second behind its stream, and back to 0 once it has caught up."""
+    from django.conf import settings
+
+    from handoff.live import clusters, store
+
     proc, _ = serve
     started = children(proc.pid)  # the Daphne processes and the answer builder
-    assert len(started) == 3
-    assert [niceness(pid) for pid in started] == [niceness(proc.pid) + 5] * 3
+    groups = {Path(f"/proc/{pid}/autogroup").read_text().split()[0] for pid in started}
+    assert groups == {Path(f"/proc/{proc.pid}/autogroup").read_text().split()[0]}
+    assert [niceness(pid) for pid in started] == [niceness(os.getpid())] * 3  # never lowered
+    assert session_nice(proc.pid) == 0
+
+    clusters.register_cluster(redis_client, clusters.ClusterConfig(name="c", kind="trace"))
+    redis_client.set(store.lease_key("c", clusters.FOLD), "host", ex=60)
+    written = int((time.time() - 3) * 1000)
+    redis_client.xadd(store.events_key("c"), {"e": "{}"}, id=f"{written}-0")
+    wait_until(lambda: session_nice(proc.pid) == settings.HANDOFF_WEB_NICE, 10, "yielding")
+    assert session_nice(os.getpid()) == 0  # the test run's own session untouched
+
+    redis_client.hset(store.fold_key("c"), "cursor", f"{written}-0")  # caught up
+    wait_until(lambda: session_nice(proc.pid) == 0, 10, "back to normal priority")
 
 
 @pytest.mark.parametrize("nice", ["-1", "20"])

@@ -13,33 +13,34 @@ fleet and nodes answers every Daphne process sends, so none of them holds its GI
 build while it serves requests (``handoff/live/answers.py``). ``--no-answer-builder``
 leaves it out; the Daphne processes then build those answers themselves.
 
-Every child runs at ``--nice`` (``HANDOFF_WEB_NICE``, 5): where the web shares cores with
-the fold (``manage.py demo``, one host), a flood of page loads must not starve ingestion,
-and the scheduler then gives the fold worker and Redis a core first. Nice is a weight, not
-a ceiling: an idle machine still gives the web every core.
+While a fold is behind its stream, the web yields busy cores to it: this command, when it
+leads its session, puts the session at ``--nice`` (``HANDOFF_WEB_NICE``) until every fold
+has caught up (``handoff/live/yielding.py``), so fifty page loads in flight cannot starve
+ingestion on shared cores, and at other times the pages keep their latency.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from types import FrameType
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from handoff.conf import redis_client
+from handoff.live import yielding
 from handoff.management.cliargs import port
 
 APPLICATION = "handoff.asgi:application"
 STOP_TIMEOUT = 10.0  # seconds the children get to close their connections
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 NICE_RANGE = range(20)  # raising one's own priority (a negative nice) needs CAP_SYS_NICE
+YIELD_CHECK_S = 0.5  # how often the folds' lag is looked at
 
 
 def listening_socket(host: str, number: int, backlog: int = 1024) -> socket.socket:
@@ -71,18 +72,6 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def child_setup(nice: int) -> Callable[[], None]:
-    """Between fork and exec of each child: die with this command, then lower its priority
-    by ``nice`` on top of this command's own."""
-
-    def setup() -> None:
-        die_with_parent()
-        if nice:
-            os.nice(nice)
-
-    return setup
-
-
 class Command(BaseCommand):
     help = "Serve pages and websockets with several Daphne processes on one port."
 
@@ -106,8 +95,8 @@ class Command(BaseCommand):
             "--nice",
             type=int,
             default=settings.HANDOFF_WEB_NICE,
-            help="niceness added to every child, 0-19 (default HANDOFF_WEB_NICE, else 5): "
-            "the fold and Redis get a busy core first",
+            help="the web's session's nice while a fold is behind, 0-19, 0 never yields "
+            "(default HANDOFF_WEB_NICE)",
         )
 
     def handle(self, *args, **options) -> None:
@@ -126,20 +115,31 @@ class Command(BaseCommand):
             ) from exc
         argv = daphne_argv(sock.fileno(), options["application"])
         stopping = catch_stop_signals()  # before the children: none is left without a parent
-        setup = child_setup(nice)
+        yielder, priority = yielding_to_the_fold(nice)
         children = [
-            subprocess.Popen(argv, pass_fds=(sock.fileno(),), preexec_fn=setup)
+            subprocess.Popen(argv, pass_fds=(sock.fileno(),), preexec_fn=die_with_parent)
             for _ in range(count)
         ]
         sock.close()  # the children hold it now
         if options["answer_builder"]:
-            children.append(subprocess.Popen(builder_argv(), preexec_fn=setup))
+            children.append(subprocess.Popen(builder_argv(), preexec_fn=die_with_parent))
         self.stdout.write(
             f"serving on {options['bind']}:{options['port']} with {count} Daphne processes"
             + (" and the answer builder" if options["answer_builder"] else "")
-            + f", at nice +{nice}",
+            + f", {priority}",
         )
-        sys.exit(supervise(children, stopping))
+        sys.exit(supervise(children, stopping, yielder))
+
+
+def yielding_to_the_fold(nice: int) -> tuple[yielding.Yielder | None, str]:
+    """The yielder ``supervise`` checks, if this command may weigh its session; and what it
+    does, for the line it prints."""
+    if not nice:
+        return None, "never yielding to the fold (--nice 0)"
+    if not yielding.leads_its_session():
+        return None, "not yielding to the fold: serve does not lead its session"
+    yielder = yielding.Yielder(redis_client(timeout=2), nice)
+    return yielder, f"yielding to a fold behind at nice +{nice}"
 
 
 def catch_stop_signals() -> list[int]:
@@ -154,11 +154,18 @@ def catch_stop_signals() -> list[int]:
     return stopping
 
 
-def supervise(children: list[subprocess.Popen], stopping: list[int]) -> int:
-    """Wait until a stop signal or one child's exit, then stop them all; the exit status."""
+def supervise(
+    children: list[subprocess.Popen], stopping: list[int], yielder: yielding.Yielder | None = None
+) -> int:
+    """Wait until a stop signal or one child's exit, then stop them all; the exit status.
+    Meanwhile the yielder, if any, looks at the folds every ``YIELD_CHECK_S``."""
     ended = None
+    checked = 0.0
     while not stopping and ended is None:
         ended = next((c for c in children if c.poll() is not None), None)
+        if yielder is not None and time.monotonic() - checked >= YIELD_CHECK_S:
+            checked = time.monotonic()
+            yielder.check()
         time.sleep(0.2)
     for child in children:
         if child.poll() is None:
