@@ -92,9 +92,12 @@ class Yielder:
         self.nice = nice
         self.yielding = False
         self.changes = 0
+        self.refused = False
 
     def check(self, now: float | None = None) -> None:
         """One look at the folds; Redis unreachable leaves the priority as it is."""
+        if self.refused:
+            return
         try:
             behind = folds_behind(self.client, time.time() if now is None else now)
         except redis.RedisError:
@@ -108,9 +111,14 @@ class Yielder:
         nice = self.nice if yielding else 0
         try:
             set_session_nice(nice)
+        except BlockingIOError:
+            return  # the kernel's rate limit, still: tried again at the next check
         except OSError as exc:
-            log.warning("cannot set the web's session to nice %d: %s", nice, exc.strerror)
-            return  # tried again at the next check
+            # Refused for good (a read-only /proc in a container, no right to it): said
+            # once, and the web no longer yields.
+            log.warning("the web cannot yield to a fold behind: nice %d refused (%s)", nice, exc)
+            self.refused = True
+            return
         self.yielding = yielding
         self.changes += 1
         if yielding:

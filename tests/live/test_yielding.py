@@ -90,17 +90,25 @@ def test_redis_gone_leaves_the_priority_as_it_is(session_group: Path) -> None:
     assert yielder.changes == 0
 
 
-def test_a_refused_write_is_tried_again_at_the_next_check(
-    redis_client, session_group: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("error", "again"),
+    [
+        (BlockingIOError(11, "Resource temporarily unavailable"), True),  # the rate limit
+        (PermissionError(13, "Permission denied"), False),
+        (OSError(30, "Read-only file system"), False),
+    ],
+)
+def test_a_busy_kernel_is_asked_again_and_a_refusal_said_once(
+    redis_client, session_group: Path, monkeypatch, caplog, error: OSError, again: bool
 ) -> None:
     now = time.time()
     folding(redis_client, "a", [now - 3], folded=0)
-    refusals = iter([PermissionError(1, "Operation not permitted")])
+    refusals = iter([error])
 
     def write(nice: int, tries: int = 5) -> None:
-        error = next(refusals, None)
-        if error is not None:
-            raise error
+        refused = next(refusals, None)
+        if refused is not None:
+            raise refused
         session_group.write_text(str(nice))
 
     monkeypatch.setattr(yielding, "set_session_nice", write)
@@ -108,8 +116,12 @@ def test_a_refused_write_is_tried_again_at_the_next_check(
     yielder.check(now)
     assert not yielder.yielding
     yielder.check(now)
-    assert yielder.yielding
-    assert session_group.read_text() == "5"
+    yielder.check(now)
+
+    assert yielder.yielding is again
+    assert session_group.read_text() == ("5" if again else "/autogroup-1 nice 0\n")
+    refused = [r for r in caplog.records if "cannot yield" in r.getMessage()]
+    assert len(refused) == (0 if again else 1)
 
 
 def test_the_kernel_rate_limit_is_waited_out(session_group: Path, monkeypatch) -> None:
