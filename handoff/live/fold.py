@@ -284,7 +284,7 @@ class Folder(Snapshots):
         self.written = {}
 
     def _range(self, count: int, end: str | None = None) -> list[tuple[str, bytes]]:
-        start = "-" if self.cursor == "0-0" else "(" + self.cursor
+        start = store.after_cursor(self.cursor)
         key = store.events_key(self.cluster)
         # Unparsed, as ``_read``: each entry [id, [field, line]].
         entries = self._reader.xrange(key, min=start, max=end or "+", count=count)

@@ -179,11 +179,7 @@ def _problem(
 def _fold_behind(client: redis.Redis, cluster: str, now: float) -> float:
     """Age of the oldest stream entry the fold has not folded yet (0 when caught up)."""
     cursor = store.fold_state(client, cluster, "cursor").get("cursor", "0-0")
-    start = "-" if cursor == "0-0" else "(" + cursor
-    first = client.xrange(store.events_key(cluster), min=start, count=1)
-    if not first:
-        return 0.0
-    return round(max(0.0, now - store.stream_id_key(first[0][0])[0] / 1000), 1)
+    return round(store.unfolded_age(store.first_unfolded(client, cluster, cursor), now), 1)
 
 
 def _float(text: str | None) -> float | None:

@@ -214,7 +214,7 @@ def read_stream(
 ) -> Iterator[tuple[str, bytes]]:
     """Every retained entry after ``after``: (stream id, line)."""
     key = events_key(cluster)
-    start = "(" + after if after != "0-0" else "-"
+    start = after_cursor(after)
     while True:
         entries = client.xrange(key, min=start, max="+", count=batch)
         if not entries:
@@ -222,6 +222,24 @@ def read_stream(
         for entry_id, fields in entries:
             yield entry_id.decode(), fields[STREAM_FIELD]
         start = "(" + entries[-1][0].decode()
+
+
+def after_cursor(cursor: str) -> str:
+    """XRANGE's start for the entries after a fold's ``cursor`` ("0-0": from the first)."""
+    return "-" if cursor == "0-0" else "(" + cursor
+
+
+def first_unfolded(client: redis.Redis | redis.client.Pipeline, cluster: str, cursor: str) -> Any:
+    """The oldest entry after ``cursor`` (queued, on a pipeline): for ``unfolded_age``."""
+    return client.xrange(events_key(cluster), min=after_cursor(cursor), count=1)
+
+
+def unfolded_age(first: list, now: float) -> float:
+    """How long the entry ``first_unfolded`` found has waited (Redis stamps the ids); 0
+    when there is none: the fold is caught up."""
+    if not first:
+        return 0.0
+    return max(0.0, now - stream_id_key(first[0][0])[0] / 1000)
 
 
 def stream_id_key(entry_id: str | bytes) -> tuple[int, int]:

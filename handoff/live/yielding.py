@@ -54,15 +54,9 @@ def folds_behind(client: redis.Redis, now: float) -> float:
     ]
     with client.pipeline(transaction=False) as pipe:
         for name, cursor in running:
-            start = "-" if cursor == "0-0" else "(" + cursor
-            pipe.xrange(store.events_key(name), min=start, count=1)
+            store.first_unfolded(pipe, name, cursor)
         firsts = pipe.execute()
-    behind = 0.0
-    for first in firsts:
-        if first:
-            written = store.stream_id_key(first[0][0])[0] / 1000
-            behind = max(behind, now - written)
-    return behind
+    return max((store.unfolded_age(first, now) for first in firsts), default=0.0)
 
 
 def leads_its_session() -> bool:

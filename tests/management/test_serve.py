@@ -97,7 +97,10 @@ def session_nice(pid: int) -> int:
     return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
 
 
-@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no autogroup here")
+@pytest.mark.skipif(
+    not Path("/proc/self/autogroup").exists(),
+    reason="a kernel built without CONFIG_SCHED_AUTOGROUP has no session group to weigh",
+)
 def test_the_web_yields_its_cores_while_a_fold_is_behind_and_only_then(serve, redis_client):
     """serve leads its session (spawn starts one): the session, which the kernel weighs
     against the worker's and Redis's, goes to HANDOFF_WEB_NICE while a running fold is
