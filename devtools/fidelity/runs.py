@@ -20,6 +20,7 @@ from handoff.live.sources.base import Gone, SourceError, WatchSettings
 from handoff.live.sources.kube import KubeSource, api_client
 from handoff.sim import Options, run
 from handoff.sim.components.apiserver import ApiError
+from handoff.sim.objects import NOT_READY_TAINT
 from handoff.sim.scenarios.base import Scenario
 
 WATCHED = ("pods", "nodes", "events")
@@ -56,6 +57,12 @@ def attached(
     _wait_for_default_account(kubeconfig, context)
     running = attach(scenario, Options(duration=duration), kubeconfig, context=context)
     start = running.cluster.loop.start
+    try:
+        wait_for_untainted_nodes(running.remote, list(running.cluster.kubelets))
+    except AttachError:
+        _clean_up(running, start)
+        running.stop()
+        raise
     version = running.cluster.config.kubelet_version.lstrip("v").rpartition(".")[0]
     recorder = Recorder(kubeconfig, context)
     try:
@@ -95,6 +102,36 @@ def _wait_for_default_account(kubeconfig: str, context: str | None, timeout: flo
             time.sleep(0.5)
     finally:
         remote.stop()
+
+
+def wait_for_untainted_nodes(remote: KubeRemote, names: list[str], timeout: float = 30) -> None:
+    """Until the real node lifecycle controller has taken the ``not-ready:NoSchedule`` taint
+    off the nodes ``names``. The TaintNodesByCondition admission plugin (on by default since
+    1.17, seen on v1.20.2) puts it on every Node created through the API; the simulator's
+    registered nodes never carry it (docs/simulator.md). On a control plane just started,
+    the controller may not run yet when the nodes register: recording before it had
+    removed the taint made the comparison depend on which came first."""
+    deadline = time.monotonic() + timeout
+    tainted = names
+    while tainted:
+        tainted = [name for name in tainted if _has_admission_taint(remote, name)]
+        if tainted and time.monotonic() > deadline:
+            raise AttachError(
+                f"{remote.server}: node(s) {', '.join(tainted)} still carry {NOT_READY_TAINT}"
+                f":NoSchedule after {timeout:g} s (is the node lifecycle controller running?)"
+            )
+        if tainted:
+            time.sleep(0.1)
+
+
+def _has_admission_taint(remote: KubeRemote, name: str) -> bool:
+    try:
+        node = remote.request("GET", f"/api/v1/nodes/{name}")
+    except ApiError as exc:
+        why = f"{exc.code} {exc.message}"
+        raise AttachError(f"{remote.server}: reading node {name}: {why}") from exc
+    taints = (node.get("spec") or {}).get("taints") or ()
+    return any(t["key"] == NOT_READY_TAINT and t["effect"] == "NoSchedule" for t in taints)
 
 
 class Recorder:

@@ -14,6 +14,10 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from devtools import controlplane
+from devtools.fidelity import runs
+from handoff.attach.kube import AttachError, KubeRemote
+from handoff.sim.objects import NOT_READY_TAINT
+from tests.k8s.nodes import node_status
 
 WANTED = "v1.20.2"
 
@@ -87,3 +91,39 @@ def test_an_unknown_token_is_unauthorized(
     with reader_api(forged) as api, pytest.raises(k8s.ApiException) as refused:
         k8s.CoreV1Api(api).list_node(limit=1)
     assert refused.value.status == 401
+
+
+def test_a_node_created_through_the_api_stays_unschedulable_until_the_controller_lifts_it(
+    control_plane: controlplane.ControlPlane, admin: k8s.ApiClient
+) -> None:
+    """v1.20.2's TaintNodesByCondition admission puts ``not-ready:NoSchedule`` on every Node
+    created through the API, whatever status it registers with; the node lifecycle
+    controller keeps it while the node is not Ready and takes it off once it is. The
+    simulator's nodes never carry it, so ``manage.py fidelity`` waits for this before it
+    records (``wait_for_untainted_nodes``). The node is gone before the situations are
+    staged on this control plane (they count its nodes)."""
+    core = k8s.CoreV1Api(admin)
+    name = "probe-admission-taint"
+    status = node_status()
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    ready.update(status="False", reason="KubeletNotReady", message="container runtime is down")
+    created = core.create_node({"metadata": {"name": name}, "status": status})
+    remote = KubeRemote(str(control_plane.admin_kubeconfig))
+    try:
+        assert [(t.key, t.effect) for t in created.spec.taints] == [(NOT_READY_TAINT, "NoSchedule")]
+        with pytest.raises(AttachError, match=f"{name} still carry {NOT_READY_TAINT}:NoSchedule"):
+            runs.wait_for_untainted_nodes(remote, [name], timeout=2)
+
+        ready.update(status="True", reason="KubeletReady", message="kubelet is ready")
+        core.patch_node_status(
+            name, {"status": status}, _content_type="application/strategic-merge-patch+json"
+        )
+        runs.wait_for_untainted_nodes(remote, [name], timeout=30)
+        assert not core.read_node(name).spec.taints
+    finally:
+        core.delete_node(name)
+    try:
+        with pytest.raises(AttachError, match=f"reading node {name}: 404"):
+            runs.wait_for_untainted_nodes(remote, [name])
+    finally:
+        remote.stop()
