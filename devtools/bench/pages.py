@@ -19,6 +19,7 @@ the people: that is what "50 users at once" describes (docs/benchmarks.md).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import multiprocessing
 import os
@@ -36,6 +37,7 @@ from devtools.bench.latency import (
     LATENCY_CLUSTER,
     Feeder,
     _Arrivals,
+    _group_member,
     _websocket_client,
     caught_up,
     fold_lag,
@@ -44,6 +46,7 @@ from devtools.bench.results import Figure, Results
 from devtools.bench.services import Services
 from devtools.devstack import group_members, start_time
 from handoff.core import viewcodec
+from handoff.core.trace import format_time
 from handoff.live import clusters, store
 
 CLUSTER = "bench"  # where bench.ingest folded the trace
@@ -201,6 +204,7 @@ def _http_clients(
 
 async def _subscribers(url: str, address: str, cookie: str, count: int, ready: Any, stop: Any):
     seen = [_Arrivals(url) for _ in range(count)]
+    relay = _Arrivals(url)  # a member of the group itself: what reached the layer, when
     readies = [asyncio.Event() for _ in range(count)]
 
     class Flag:  # _websocket_client's ready/stop are process events; adapt them
@@ -214,10 +218,24 @@ async def _subscribers(url: str, address: str, cookie: str, count: int, ready: A
         asyncio.ensure_future(_websocket_client(address, cookie, s, Flag(r), stop))
         for s, r in zip(seen, readies, strict=True)
     ]
-    await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 60)
+    relayed = asyncio.Event()
+    tasks.append(asyncio.ensure_future(_group_member(url, relay, Flag(relayed), stop)))
+    await asyncio.wait_for(asyncio.gather(relayed.wait(), *(r.wait() for r in readies)), 60)
     ready.set()
+    lags: list[tuple[float, float]] = []
+    watching = asyncio.ensure_future(stamped_loop_lag(lags))
     await asyncio.gather(*tasks)
-    return [s.seen for s in seen]
+    watching.cancel()
+    return {"seen": [s.seen for s in seen], "relayed": relay.seen, "lags": lags}
+
+
+async def stamped_loop_lag(lags: list[tuple[float, float]]) -> None:
+    """``loop_lag`` with the wall-clock time of each look, until cancelled: the subscribers'
+    own lateness, to set against the frames' by time."""
+    while True:
+        asked = time.perf_counter()
+        await asyncio.sleep(LAG_TICK)
+        lags.append((time.time(), (time.perf_counter() - asked - LAG_TICK) * 1000))
 
 
 def _ws_subscribers(
@@ -298,29 +316,73 @@ def tail_parts(http: dict[str, Any], share: float = 0.05) -> dict[str, Any]:
 
 def ws_latency(
     sent: dict[str, float], seen: list[dict[str, float]], warmup: float,
-    until: float = float("inf"),
+    until: float = float("inf"), relayed: dict[str, float] | None = None,
+    lags: list[tuple[float, float]] | None = None,
 ) -> dict:  # fmt: skip
     """Fed → frame at every subscriber, for pods fed after the first ``warmup`` seconds of
-    the feed and before ``until`` (wall-clock time)."""
+    the feed and before ``until`` (wall-clock time). With ``relayed`` (when each pod
+    reached a plain member of the Channels group) and the subscribers' ``lags``: where the
+    slowest 1 % of frames spent their time (``ws_tail``)."""
     start = min(sent.values(), default=0.0) + warmup
-    latencies, missing = [], 0
+    frames, missing = [], 0
     for times in seen:
         for name, at in sent.items():
             if at < start or at >= until:
                 continue
             if name in times:
-                latencies.append(times[name] - at)
+                frames.append((times[name] - at, name, times[name]))
             else:
                 missing += 1
-    latencies.sort()
-    if not latencies:
+    frames.sort()
+    if not frames:
         return {"p50_ms": None, "p99_ms": None, "missing": missing, "n": 0}
-    return {
-        "p50_ms": round(1000 * statistics.median(latencies), 1),
-        "p99_ms": round(1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))], 1),
+    p99 = frames[min(len(frames) - 1, int(0.99 * len(frames)))][0]
+    result = {
+        "p50_ms": round(1000 * statistics.median(f[0] for f in frames), 1),
+        "p99_ms": round(1000 * p99, 1),
         "missing": missing,
-        "n": len(latencies),
+        "n": len(frames),
     }
+    if relayed is not None:
+        result["tail"] = ws_tail(frames[int(0.99 * len(frames)) :], sent, relayed, lags or [])
+    return result
+
+
+def ws_tail(
+    slowest: list[tuple[float, str, float]], sent: dict[str, float],
+    relayed: dict[str, float], lags: list[tuple[float, float]],
+) -> dict[str, Any]:  # fmt: skip
+    """The slowest frames, split where a plain member of the cluster's Channels group got
+    the pod: ``layer`` (fed → group message: the stream, the fold's read, its coalescing
+    window and flush, the publisher, channels-redis) and ``daphne`` (group message →
+    websocket frame: Daphne's consumer and its socket, the subscriber). ``subscriber_lag``
+    is how late the subscribers' own event loop was in the 100 ms before each frame."""
+    layer = [relayed[name] - sent[name] for _, name, _ in slowest if name in relayed]
+    daphne = [at - relayed[name] for _, name, at in slowest if name in relayed]
+    stamps = [t for t, _ in lags]
+    late = []
+    for _, _, at in slowest:
+        first, last = bisect.bisect_left(stamps, at - 0.1), bisect.bisect_right(stamps, at)
+        late.append(max((lag for _, lag in lags[first:last]), default=0.0))
+    tail: dict[str, Any] = {"n": len(slowest)}
+    tail["ms_p50"] = round(1000 * statistics.median(f[0] for f in slowest), 1)
+    for label, values in (("layer", layer), ("daphne", daphne)):
+        tail[f"{label}_p50_ms"] = round(1000 * statistics.median(values), 1) if values else None
+    tail["subscriber_lag_p50_ms"] = round(statistics.median(late), 1)
+    spread = sorted({round(at) for _, _, at in slowest})
+    tail["seconds"] = [format_time(spread[0]), format_time(spread[-1]), len(spread)]
+    return tail
+
+
+def ws_tail_note(tail: dict[str, Any] | None) -> str:
+    if not tail:
+        return ""
+    return (
+        f"; the slowest 1 % (median {tail['ms_p50']} ms): to the group {tail['layer_p50_ms']} "
+        f"ms, then Daphne {tail['daphne_p50_ms']} ms; subscribers' own lag "
+        f"{tail['subscriber_lag_p50_ms']}"
+        f" ms, within {tail['seconds'][2]} s"
+    )
 
 
 def run_pages(
@@ -378,15 +440,16 @@ def run_pages(
     if feed.exitcode != 0:
         raise RuntimeError(f"the feeder failed; see {work}")
     sent = orjson.loads((work / "pages-sent.json").read_bytes())
-    seen = orjson.loads((work / "pages-ws.json").read_bytes())
+    arrivals = orjson.loads((work / "pages-ws.json").read_bytes())
     client.close()
     for phase, warmup in ((closed, 1.0), (people, 0.0)):
         began, ended = phase.pop("window")
         start = min(sent.values(), default=began)
-        phase["ws"] = {
-            **ws_latency(sent, seen, warmup=max(warmup, began - start), until=ended),
-            "subscribers": subscribers,
-        }
+        measured = ws_latency(
+            sent, arrivals["seen"], warmup=max(warmup, began - start), until=ended,
+            relayed=arrivals["relayed"], lags=arrivals["lags"],
+        )  # fmt: skip
+        phase["ws"] = {**measured, "subscribers": subscribers}
     # The closed loop keeps the keys it always had (pages.<page>, ws, ingest_events_per_s).
     result: dict[str, Any] = {**closed, "closed_loop": {"think_s": None}}
     result["people"] = {**people, "think_s": list(think), "settled": settled}
@@ -565,7 +628,7 @@ def report_pages(results: Results, pages: dict[str, Any]) -> None:
                 if judged
                 else None,
                 note=f"p50 {ws['p50_ms']} ms, {ws['subscribers']} subscribers, "
-                f"{ws['missing']} frames missing; {how}",
+                f"{ws['missing']} frames missing{ws_tail_note(ws.get('tail'))}; {how}",
             )
         )
         tail = phase["tail"]

@@ -105,6 +105,10 @@ def test_the_pages_section_loads_every_page_while_ingest_runs(services):
     for phase in (result, result["people"]):
         assert phase["ws"]["missing"] == 0
         assert phase["ws"]["n"] > 0
+        tail = phase["ws"]["tail"]  # the slowest frames, split where the group got them
+        assert tail["n"] > 0
+        assert tail["layer_p50_ms"] > 0, tail
+        assert tail["daphne_p50_ms"] > 0, tail
         assert phase["ingest_events_per_s"] > 50
     assert result["store_pods"] == len(
         build_report(fold_file(TRACES / "node-lost.jsonl")[0])["pods"]

@@ -52,6 +52,28 @@ def test_the_tail_is_the_slowest_share_of_every_page_together():
     assert tail["outside_p50_ms"] == 50.0
 
 
+def test_the_slowest_frames_are_split_where_the_channel_layer_delivered_them():
+    sent = {f"p{n}": 100.0 + n * 0.01 for n in range(200)}
+    relayed = {name: at + 0.02 for name, at in sent.items()}
+    relayed["p150"] = sent["p150"] + 0.3  # this one reached the group late
+    seen = [{name: at + 0.01 for name, at in relayed.items()}]
+    seen[0]["p7"] = relayed["p7"] + 0.4  # and this one went late from Daphne
+    lags = [(seen[0]["p7"] - 0.05, 120.0), (seen[0]["p7"] + 0.05, 900.0)]
+    ws = pages.ws_latency(sent, seen, warmup=0.0, relayed=relayed, lags=lags)
+    assert ws["n"] == 200
+    assert ws["p50_ms"] == 30.0
+    tail = ws["tail"]
+    assert tail["n"] == 2  # the slowest 1 %: p7 (420 ms) and p150 (310 ms)
+    assert tail["ms_p50"] == 365.0
+    assert tail["layer_p50_ms"] == 160.0  # 20 and 300
+    assert tail["daphne_p50_ms"] == 205.0  # 400 and 10
+    # p7's subscriber loop was 120 ms late in the 100 ms before it (the 900 came after);
+    # p150's was not.
+    assert tail["subscriber_lag_p50_ms"] == 60.0
+    assert tail["seconds"][2] == 2
+    assert "tail" not in pages.ws_latency(sent, seen, warmup=0.0)
+
+
 def test_the_redis_slow_log_is_summed_per_command_with_the_slowest_kept():
     entries = [
         {"duration": 12_000, "command": b"EVAL local x = 1 0"},
