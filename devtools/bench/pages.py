@@ -380,8 +380,7 @@ def ws_tail_note(tail: dict[str, Any] | None) -> str:
     return (
         f"; the slowest 1 % (median {tail['ms_p50']} ms): to the group {tail['layer_p50_ms']} "
         f"ms, then Daphne {tail['daphne_p50_ms']} ms; subscribers' own lag "
-        f"{tail['subscriber_lag_p50_ms']}"
-        f" ms, within {tail['seconds'][2]} s"
+        f"{tail['subscriber_lag_p50_ms']} ms, within {tail['seconds'][2]} s"
     )
 
 

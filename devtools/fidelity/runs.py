@@ -57,15 +57,10 @@ def attached(
     _wait_for_default_account(kubeconfig, context)
     running = attach(scenario, Options(duration=duration), kubeconfig, context=context)
     start = running.cluster.loop.start
-    try:
-        wait_for_untainted_nodes(running.remote, list(running.cluster.kubelets))
-    except AttachError:
-        _clean_up(running, start)
-        running.stop()
-        raise
     version = running.cluster.config.kubelet_version.lstrip("v").rpartition(".")[0]
     recorder = Recorder(kubeconfig, context)
     try:
+        wait_for_untainted_nodes(running.remote, list(running.cluster.kubelets))
         recorder.start()
     except AttachError:
         _clean_up(running, start)
