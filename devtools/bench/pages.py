@@ -529,11 +529,28 @@ class _CPU:
         )
         for name, pid in self.children.items():
             used[name] = _process_cpu(pid)
+        used.update(machine_cpu())
         return used
 
     def cores_since(self, before: dict[str, float], elapsed: float) -> dict[str, float]:
         after = self.now()
         return {name: round((after[name] - before[name]) / elapsed, 2) for name in after}
+
+
+def machine_cpu(stat: str = "/proc/stat") -> dict[str, float]:
+    """Seconds the whole machine's cores have been busy (``machine``: user, nice, system,
+    interrupts) and given by the hypervisor to other guests while this one had work to
+    run (``steal``: time its work was not in fact running); zeros where /proc does not
+    tell."""
+    try:
+        with open(stat) as lines:
+            fields = [int(f) for f in lines.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return {"machine": 0.0, "steal": 0.0}
+    fields += [0] * (8 - len(fields))  # kernels before 2.6.11 stop short of steal
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    tick = os.sysconf("SC_CLK_TCK")
+    return {"machine": (user + nice + system + irq + softirq) / tick, "steal": steal / tick}
 
 
 def _process_cpu(pid: int, reaped: bool = False) -> float:
@@ -657,12 +674,28 @@ def report_pages(results: Results, pages: dict[str, Any]) -> None:
         )
         results.add(
             Figure(
+                f"{label}: the machine's cores in use",
+                phase["cpu_cores"]["machine"],
+                "cores",
+                note=f"of {os.cpu_count()}; {cores_note(phase['cpu_cores'])}; {how}",
+            )
+        )
+        results.add(
+            Figure(
                 f"{label}: pages served",
                 phase["pages_per_s"],
                 "pages/s",
                 note=f"samples (HTML and its JSON) answered per second; {how}; {web}",
             )
         )
+
+
+def cores_note(cores: dict[str, float]) -> str:
+    """Who used the cores, and what the hypervisor took."""
+    parts = ", ".join(
+        f"{name} {used}" for name, used in cores.items() if name not in ("machine", "steal")
+    )
+    return f"{parts}; stolen by the host {cores['steal']}"
 
 
 def _page_figures(

@@ -100,6 +100,8 @@ def test_the_pages_section_loads_every_page_while_ingest_runs(services):
         assert phase["tail"]["n"] > 0
         assert phase["cpu_cores"]["daphne"] > 0
         assert phase["cpu_cores"]["worker"] > 0
+        assert phase["cpu_cores"]["machine"] >= phase["cpu_cores"]["daphne"]
+        assert phase["cpu_cores"]["steal"] >= 0
         assert phase["client_loop_lag"]["p99_ms"] is not None
     # Every fed pod reached both subscribers, and the fold kept up with the feed.
     for phase in (result, result["people"]):

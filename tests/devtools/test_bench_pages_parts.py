@@ -95,6 +95,7 @@ def _phase(p99_ms: float) -> dict:
         **{page: dict(row) for page in pages.PAGES},
         "ws": {"p50_ms": 10.0, "p99_ms": p99_ms, "missing": 0, "subscribers": 10},
         "tail": {"n": 0}, "ingest_events_per_s": 1990, "pages_per_s": 80.0,
+        "cpu_cores": {"redis": 0.2, "worker": 0.3, "machine": 1.4, "steal": 0.1},
     }  # fmt: skip
 
 
@@ -115,6 +116,24 @@ def test_the_target_is_judged_on_the_people_and_never_on_the_saturated_closed_lo
     assert set(closed.values()) == {None}
     assert set(people.values()) == {True}
     assert results.sections["pages"] is section
+    # Each phase says how busy the machine was, who used it, and what the host took.
+    cores = [f for f in results.figures if f.name == "pages, 50 people: the machine's cores in use"]
+    assert cores[0].value == 1.4
+    assert "redis 0.2, worker 0.3; stolen by the host 0.1" in cores[0].note
+
+
+def test_the_machine_s_busy_and_stolen_time_are_read_from_proc_stat(tmp_path):
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    stat.write_text(f"cpu  {tick * 3} {tick} {tick * 2} 900 50 0 {tick} {tick * 4} 0 0\ncpu0 1\n")
+    assert pages.machine_cpu(str(stat)) == {"machine": 7.0, "steal": 4.0}
+    # An older kernel's shorter line has no steal column: none was taken.
+    stat.write_text(f"cpu  {tick} 0 {tick} 900\n")
+    assert pages.machine_cpu(str(stat)) == {"machine": 2.0, "steal": 0.0}
+    assert pages.machine_cpu(str(tmp_path / "missing")) == {"machine": 0.0, "steal": 0.0}
 
 
 def test_the_people_start_once_the_fold_is_back_within_half_a_second_of_the_feed(redis_client):
