@@ -472,10 +472,14 @@ class Folder(Snapshots):
             self.nodes_dirty = False
             self.nodes_written = self.clock()
         pipe.hset(store.fold_key(self.cluster), mapping=progress)
-        self.aggregates.settle(pipe.execute(), len(self.written))
-        if self.publisher is not None and (views or removed):
+        push = self.publisher is not None and bool(views or removed)
+        if push:
+            queries.queue_counts(pipe, self.cluster)
+        replies = pipe.execute()
+        self.aggregates.settle(replies, len(self.written))
+        if push:
             pushed = [view for view, _ in views.values()]
-            counts = queries.counts(self.client, self.cluster)["verdicts"]
+            counts = queries.read_counts(replies)["verdicts"]
             for message in messages(self.cursor, pushed, removed or [], stamp, counts):
                 self.publisher.publish(message)
 
@@ -597,10 +601,13 @@ class Folder(Snapshots):
             self.search.queue(pipe, {}, gone, self.written)
             store.drop_pods(pipe, self.cluster, gone, self.written)
             pipe.hset(store.fold_key(self.cluster), "stored", len(self.written))
-            self.aggregates.settle(pipe.execute(), len(self.written))
+            if self.publisher is not None:
+                queries.queue_counts(pipe, self.cluster)
+            replies = pipe.execute()
+            self.aggregates.settle(replies, len(self.written))
             self.search.compact()
             if self.publisher is not None:
-                counts = queries.counts(self.client, self.cluster)["verdicts"]
+                counts = queries.read_counts(replies)["verdicts"]
                 stamp = format_time(self.now())
                 for message in messages(self.cursor, [], gone, stamp, counts):
                     self.publisher.publish(message)

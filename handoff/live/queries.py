@@ -40,10 +40,22 @@ RESUME_MAX = 2000  # changes a resuming client is sent; beyond that it reloads
 def counts(client: redis.Redis, cluster: str) -> dict[str, Any]:
     """Pods per verdict, all pods, pods needing attention: one round trip."""
     pipe = client.pipeline(transaction=False)
+    queue_counts(pipe, cluster)
+    return read_counts(pipe.execute())
+
+
+def queue_counts(pipe: redis.client.Pipeline, cluster: str) -> None:
+    """Queue the counts' reads last in ``pipe`` (the fold's flush reads them in the
+    MULTI/EXEC that wrote the pods: as of that write, without a round trip of their own)."""
     for name in v.VERDICT_NAMES:
         pipe.zcard(store.index_key(cluster, "verdict", name))
     pipe.hlen(store.pods_key(cluster))
-    replies = pipe.execute()
+
+
+def read_counts(replies: list[Any]) -> dict[str, Any]:
+    """``counts`` from the replies of a pipeline whose last commands ``queue_counts``
+    queued."""
+    replies = replies[-len(v.VERDICT_NAMES) - 1 :]
     verdicts = dict(zip(v.VERDICT_NAMES, replies[:-1], strict=True))
     return {
         "verdicts": verdicts,

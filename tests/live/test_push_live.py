@@ -12,7 +12,7 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
-from handoff.live import store
+from handoff.live import queries, store
 from handoff.live.fold import Folder, FoldSettings
 from handoff.live.push import Publisher
 from handoff.live.sources.playback import replay
@@ -54,3 +54,30 @@ async def test_a_browser_receives_the_pods_the_fold_changed(redis_client):
     for message in received:
         final.update({pod["name"]: pod["verdict"] for pod in message["data"]["pods"]})
     assert final["ghost3"] == "podgc-deleted"
+
+
+class _Recorder:
+    """Stands in for the channel layer's sender: keeps what the fold published."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict] = []
+
+    def publish(self, message: dict) -> None:
+        self.messages.append(message)
+
+
+def test_every_push_carries_the_counts_its_flush_left_in_the_store(redis_client):
+    recorder = _Recorder()
+    folder = Folder(redis_client, "counted", FoldSettings(block_ms=1, batch=3), recorder)
+    folder.restore()  # an empty store: the trace comes after, as a watch writes it
+    replay(redis_client, "counted", TRACE)
+    pushes = 0
+    while folder.step():
+        folder.flush()
+        if len(recorder.messages) > pushes:
+            pushes = len(recorder.messages)
+            # Read in the flush's own transaction: the store's counts as it left them.
+            counts = queries.counts(redis_client, "counted")["verdicts"]
+            assert recorder.messages[-1]["data"]["counts"] == counts
+    assert pushes > 3
+    assert sum(recorder.messages[-1]["data"]["counts"].values()) == len(folder.written)
