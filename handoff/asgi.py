@@ -14,7 +14,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 
 from webui.routing import websocket_urlpatterns  # noqa: E402
-from webui.runtime import settle  # noqa: E402
+from webui.runtime import settle, switch_often  # noqa: E402
 from webui.timing import ServerTiming  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -28,3 +28,4 @@ application = ProtocolTypeRouter(
 
 # Last: what is loaded by now lives as long as the process (webui/runtime.py).
 settle(settings.HANDOFF_WEB_GC_THRESHOLD)
+switch_often(settings.HANDOFF_WEB_SWITCH_INTERVAL_US)

@@ -267,6 +267,8 @@ HANDOFF_WEB_NICE = envint("HANDOFF_WEB_NICE", "5")
 # A web process's garbage collector (webui/runtime.py): the young generation's threshold,
 # its loaded application frozen out of collections; 0 keeps Python's collector as it is.
 HANDOFF_WEB_GC_THRESHOLD = envint("HANDOFF_WEB_GC_THRESHOLD", "10000")
+# A web process's GIL switch interval in microseconds (webui/runtime.py); 0: Python's 5 ms.
+HANDOFF_WEB_SWITCH_INTERVAL_US = envint("HANDOFF_WEB_SWITCH_INTERVAL_US", "500")
 HANDOFF_PUSH_INTERVAL_MS = envint("HANDOFF_PUSH_INTERVAL_MS", "50")
 HANDOFF_SNAPSHOT_INTERVAL = envint("HANDOFF_SNAPSHOT_INTERVAL", "60")
 HANDOFF_SNAPSHOT_EVENTS = envint("HANDOFF_SNAPSHOT_EVENTS", "20000")

@@ -1,4 +1,5 @@
-"""The garbage collector's settings in a web process (Daphne), chosen for short pauses.
+"""A web process's (Daphne's) runtime settings, chosen for short waits: the garbage
+collector's, and the GIL's switch interval.
 
 Python's defaults (a young collection every 700 net new container objects) promote the
 objects a page holds while it is built (decoded views, rows, the websocket messages being
@@ -17,6 +18,7 @@ each; the default is 10,000).
 from __future__ import annotations
 
 import gc
+import sys
 
 
 def settle(gc_threshold: int) -> None:
@@ -28,3 +30,15 @@ def settle(gc_threshold: int) -> None:
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(gc_threshold, middle, old)
+
+
+def switch_often(interval_us: int) -> None:
+    """Set the GIL's switch interval; 0 leaves Python's (5 ms).
+
+    A web process runs two busy threads: the event loop (websocket frames, parsing and
+    writing HTTP) and the thread every sync view runs on. Each Redis reply wakes the view
+    thread, which must then take the GIL back; while the event loop runs Python it waits
+    until the interval has passed, and a page makes tens of round trips. The fold worker's
+    publisher waits the same way (handoff/live/push.py)."""
+    if interval_us > 0:
+        sys.setswitchinterval(interval_us / 1_000_000)
