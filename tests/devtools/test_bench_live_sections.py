@@ -112,6 +112,7 @@ def test_the_pages_section_loads_every_page_while_ingest_runs(services):
         assert tail["layer_p50_ms"] > 0, tail
         assert tail["daphne_p50_ms"] > 0, tail
         assert phase["ingest_events_per_s"] > 50
+        assert phase["fed_events_per_s"] > 50  # the feeder ran through the phase
     assert result["store_pods"] == len(
         build_report(fold_file(TRACES / "node-lost.jsonl")[0])["pods"]
     )

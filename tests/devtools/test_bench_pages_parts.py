@@ -94,7 +94,8 @@ def _phase(p99_ms: float) -> dict:
     return {
         **{page: dict(row) for page in pages.PAGES},
         "ws": {"p50_ms": 10.0, "p99_ms": p99_ms, "missing": 0, "subscribers": 10},
-        "tail": {"n": 0}, "ingest_events_per_s": 1990, "pages_per_s": 80.0,
+        "tail": {"n": 0}, "ingest_events_per_s": 1990, "fed_events_per_s": 2001,
+        "pages_per_s": 80.0,
         "cpu_cores": {"redis": 0.2, "worker": 0.3, "machine": 1.4, "steal": 0.1},
     }  # fmt: skip
 
@@ -119,7 +120,21 @@ def test_the_target_is_judged_on_the_people_and_never_on_the_saturated_closed_lo
     # Each phase says how busy the machine was, who used it, and what the host took.
     cores = [f for f in results.figures if f.name == "pages, 50 people: the machine's cores in use"]
     assert cores[0].value == 1.4
+    # Ingest held is read beside what the feeder handed over in the same time.
+    held = [f for f in results.figures if f.name == "pages, 50 people: ingest held during the load"]
+    assert held[0].met is True
+    assert "the feeder handed over 2,001/s in the same time" in held[0].note
     assert "redis 0.2, worker 0.3; stolen by the host 0.1" in cores[0].note
+
+
+def test_what_the_feeder_handed_over_is_counted_in_the_phase_s_own_window():
+    # 3 pods a second for 10 s from t=100, then a 2 s stall, then a burst of 12 at once.
+    sent = {f"p{n}": 100 + n / 3 for n in range(30)}
+    sent |= {f"b{n}": 112.0 for n in range(12)}
+    assert pages.fed_rate(sent, 100.0, 110.0) == 3
+    assert pages.fed_rate(sent, 110.0, 112.0) == 0  # the feeder starved
+    assert pages.fed_rate(sent, 100.0, 113.0) == round(42 / 13)  # and caught up
+    assert pages.fed_rate(sent, 120.0, 120.0) == 0
 
 
 def test_the_machine_s_busy_and_stolen_time_are_read_from_proc_stat(tmp_path):
