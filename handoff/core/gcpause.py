@@ -34,6 +34,17 @@ class Tenure:
     seconds, and freezes what survived (``gc.freeze``), so later collections skip it and
     stay as short as the young part. Garbage cycles that reach frozen objects wait until
     ``release`` unfreezes and collects everything once, at the end of the loop.
+
+    The settle's collection stops short of the oldest generation on purpose. A full one
+    also un-tracks every dict whose values are all atomic (CPython 3.11, gcmodule.c
+    ``untrack_dicts``); the fold's per-pod dicts of short tuples (``Folder.written``,
+    ``Search.ranks``) are such dicts once their tuples are un-tracked, and the next tuple
+    stored tracks them again as young objects, walked whole by the next collections of
+    every generation. At 100,000 pods that was 12-28 ms of CPU in each settle, once a
+    second, in the fold's live path (docs/benchmarks.md, "The fold's collector").
+    Collected from the middle generation, they are frozen tracked and stay frozen. The
+    price: a garbage cycle already in the oldest generation at a settle is frozen too and
+    waits for ``release`` (the full settles measured in the pages bench freed none).
     """
 
     def __init__(self, interval: float = 1.0, clock: Callable[[], float] = time.monotonic):
@@ -46,7 +57,7 @@ class Tenure:
         now = self.clock()
         if now - self.last < self.interval:
             return
-        gc.collect()
+        gc.collect(1)
         gc.freeze()
         self.last = now
         self.settled += 1

@@ -162,6 +162,22 @@ def test_tenure_freezes_survivors_and_gives_them_back():
     assert gc.get_freeze_count() == 0
 
 
+def test_a_large_dict_of_short_tuples_stays_frozen_as_it_grows():
+    """The fold's per-pod dicts of tuples (``Folder.written``) grow by a few entries a
+    flush. A settle freezes them; one that un-tracked them instead would have the next
+    tuple stored track them again as young objects, walked whole by every generation's
+    next collection."""
+    tenure = Tenure(interval=0)
+    written = {f"uid-{i}": (f"verdict-{i % 7}", "ns", f"node-{i % 50}") for i in range(5000)}
+    for flush in range(3):
+        tenure.settle()
+        written[f"new-{flush}"] = (f"verdict-{flush}", "ns", "node-1")
+        assert gc.is_tracked(written)
+        assert not any(obj is written for obj in gc.get_objects()), "young again"
+    tenure.release()
+    assert gc.get_freeze_count() == 0
+
+
 def test_a_restored_state_is_frozen_uncollected_until_the_window_ends(redis_client):
     """The successor decodes and folds with the collector paused; what it built is then
     frozen, not walked by a first collection in the live path, and given back at close."""
