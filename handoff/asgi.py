@@ -2,10 +2,11 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "handoff.settings")
+
 # Set up Django (apps, settings) before anything imports models through the consumers.
+from webui.handler import get_asgi_application
+
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
