@@ -175,11 +175,15 @@ class Services:
         raise RuntimeError(f"{what} did not start; see {self.workdir}/*.log")
 
     def stop(self) -> None:
-        groups = [(p.pid, start_time(p.pid) or 0) for p in self.procs if p.poll() is None]
-        stop_groups(groups, 10)
-        for proc in self.procs:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
+        """Stop every process, Redis last: a stream task that is told to stop checkpoints
+        and releases its lease in Redis before the worker exits (handoff/tasks.py)."""
+        server = self.named.get("redis")
+        for batch in ([p for p in self.procs if p is not server], [server] if server else []):
+            groups = [(p.pid, start_time(p.pid) or 0) for p in batch if p.poll() is None]
+            stop_groups(groups, 10)
+            for proc in batch:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=5)
         self.procs.clear()
         self.named.clear()
         self._redis_url = None

@@ -116,3 +116,16 @@ def test_the_pages_section_loads_every_page_while_ingest_runs(services):
     assert result["store_pods"] == len(
         build_report(fold_file(TRACES / "node-lost.jsonl")[0])["pods"]
     )
+
+
+@pytest.mark.slow
+def test_stopping_the_services_lets_the_fold_task_stop_against_a_live_redis(tmp_path):
+    """Redis is stopped last: on the worker's warm shutdown the fold task checkpoints and
+    releases its lease, where it used to log a ConnectionError because Redis was gone."""
+    services = bench.Services(tmp_path)
+    try:
+        services.live_stack("stopping")  # returns once the fold task holds its lease
+    finally:
+        services.stop()
+    log = (tmp_path / "worker.log").read_text()
+    assert "ConnectionError" not in log, log[-3000:]
