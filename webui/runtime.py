@@ -9,10 +9,11 @@ stopping every request and websocket of that process (docs/benchmarks.md). Freez
 exists once the application is loaded (Django, the modules: ~100,000 objects that live as
 long as the process) takes it out of every later collection, and a higher young threshold
 lets a page's objects be freed by reference counting before a collection promotes them.
-Not too high: what reference counting cannot free (Django's request objects and template
-contexts are cycles: ≈ 60 objects a request, ≈ 380 for a board page with its rows) waits
-for the young collection, whose pause grows with the threshold (50,000: 65-100 ms of CPU
-each; the default is 10,000).
+Not too high: what reference counting cannot free (Django's request is a cycle with its
+session, user, messages and database wrapper: 55-70 objects a request served by Daphne,
+once webui/handler.py and webui/rendering.py have broken the larger cycles) waits for the
+young collection, whose pause grows with the threshold (50,000: 65-100 ms of CPU each; the
+default is 10,000).
 """
 
 from __future__ import annotations
