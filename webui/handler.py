@@ -12,11 +12,12 @@ stop every request and websocket of the process (docs/benchmarks.md).
 
 Here the listener returns on a disconnect instead of raising. To Django 5.2's ``handle`` that
 is the same thing: it ignores the listener's ``RequestAborted``, and a view still running when
-the listener finishes is cancelled either way (``asyncio.wait(FIRST_COMPLETED)``). It is not
-the same from Django 6.1 on, whose ``handle`` cancels the view only when the listener raises,
-so the override is used only with the version whose ``handle`` was read: 5.2 (what
-requirements.txt pins). Any other version gets Django's own handler, and the web tests then
-fail on the cycle, asking for ``handle`` to be read again.
+the listener finishes is cancelled either way (``asyncio.wait(FIRST_COMPLETED)``). A later
+``handle`` need not agree: Baserow's review of the same fix reports that Django 6.1's,
+rewritten around a ``TaskGroup``, cancels the view only when the listener raises. So the
+override is used only with the version whose ``handle`` was read, 5.2 (what requirements.txt
+pins); any other gets Django's own handler, and tests/webui/test_handler.py then fails,
+asking for ``handle`` to be read again.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from typing import Any
 import django
 import pytest
 from django.contrib.auth.decorators import login_not_required
+from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpResponse
 from django.urls import path
 
@@ -72,7 +73,7 @@ def _handler_cycles(garbage: list[Any]) -> list[str]:
 def test_the_pinned_django_gets_the_handler_that_was_read_for_it():
     assert django.VERSION[:2] == handler.READ_FOR, (
         "Django moved: read its ASGIHandler.handle again (webui/handler.py) before moving "
-        "READ_FOR; from 6.1 a returning disconnect listener no longer cancels the view"
+        "READ_FOR: a later handle may no longer cancel the view when the listener returns"
     )
     assert isinstance(application.application_mapping["http"].app, handler.Handler)
 
@@ -83,7 +84,7 @@ def test_a_served_request_leaves_no_cycle_of_the_handler():
 
 def test_djangos_own_handler_leaves_one_per_request():
     """The reason for webui/handler.py: if Django stops leaving it, the override can go."""
-    names = _handler_cycles(_left_for_the_collector(django.core.handlers.asgi.ASGIHandler(), 20))
+    names = _handler_cycles(_left_for_the_collector(ASGIHandler(), 20))
     assert names.count("handle") == 20
 
 
