@@ -146,11 +146,14 @@ def owners(request: HttpRequest, cluster: str) -> dict[str, Any]:
     return {"cluster": cluster, **queries.head(c, cluster), **queries.owners(c, cluster)}
 
 
-def pods_body(c: redis.Redis, cluster: str, params: QueryDict) -> dict[str, Any]:
-    """One page, with the cursor read before it: changes after the page are >= cursor."""
+def pods_body(
+    c: redis.Redis, cluster: str, params: QueryDict, head: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One page, with the cursor read before it: changes after the page are >= cursor.
+    ``head``: ``queries.head``, when the caller read it before calling."""
     flt = pod_filter(params)
     after = Cursor.decode(params["cursor"]) if params.get("cursor") else None
-    head = queries.head(c, cluster)
+    head = queries.head(c, cluster) if head is None else head
     page = paging.pods_page(c, cluster, flt, after, limit(params))
     return {
         "cluster": cluster,

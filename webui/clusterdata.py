@@ -12,7 +12,7 @@ from typing import Any
 import redis
 
 from handoff import conf
-from handoff.live import health, queries
+from handoff.live import health, hosts, queries
 from handoff.live.queries import ClusterConfig
 
 DURATIONS_TTL = 10.0  # seconds a cluster's sampled duration percentiles are reused
@@ -37,11 +37,15 @@ def streams(name: str, per: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def cluster_rows(c: redis.Redis) -> list[dict[str, Any]]:
-    """The cluster list: every registered cluster with its counts and stream health."""
-    every = health.check_streams(c, time.time(), conf.stream_limits())
+    """The cluster list: every registered cluster with its counts and stream health, in
+    four round trips however many clusters there are."""
+    now = time.time()
+    standing = hosts.standing(c, now)
+    every = health.check_streams(c, now, conf.stream_limits(), standing=standing)
+    counted = queries.counts_of(c, list(standing.registered))
     rows = []
-    for name, config in queries.configs(c).items():
-        counts = queries.counts(c, name)
+    for name, config in standing.registered.items():
+        counts = counted[name]
         health_ = streams(name, every.get(name, {}))
         rows.append(
             {
@@ -60,16 +64,24 @@ def cluster_rows(c: redis.Redis) -> list[dict[str, Any]]:
     return rows
 
 
-def summary(c: redis.Redis, config: ClusterConfig, durations: bool = True) -> dict:
-    """Counts per verdict, duration percentiles, stream health, cursor and clock."""
-    fold = queries.progress(c, config.name, *queries.CLOCK, "nodes")
+SUMMARY_FIELDS = (*queries.CLOCK, "nodes")  # of the fold's progress, read by ``summary``
+
+
+def summary(
+    c: redis.Redis, config: ClusterConfig, durations: bool = True, fold: dict | None = None
+) -> dict:
+    """Counts per verdict, duration percentiles, stream health, cursor and clock.
+    ``fold``: the fold's progress (``SUMMARY_FIELDS`` at least), when already read."""
+    if fold is None:
+        fold = queries.progress(c, config.name, *SUMMARY_FIELDS)
     body: dict[str, Any] = {"cluster": config.name, "kind": config.kind, **queries.clock(fold)}
     counts = queries.counts(c, config.name)
     counts["nodes"] = int(fold.get("nodes") or 0)
     if durations:
         counts.update(_cached_durations(c, config.name))
     body["summary"] = counts
-    per = health.check_streams(c, time.time(), conf.stream_limits()).get(config.name, {})
+    per = health.check_streams(c, time.time(), conf.stream_limits(), only=config.name)
+    per = per.get(config.name, {})
     body["streams"] = streams(config.name, per)
     return body
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import redis
 
-from handoff.live import clusters, hosts, leases, store
+from handoff.live import clusters, hosts, store
 
 HEARTBEAT_KEY = "handoff:health:worker-heartbeat"
 
@@ -65,46 +65,63 @@ class StreamLimits:
 WATCHES = frozenset(clusters.WATCH_RESOURCES)
 
 
-def check_streams(client: redis.Redis, now: float, limits: StreamLimits) -> dict:
-    """Per cluster, per stream: lag (now - last event), lease holder, last error, events/s,
-    and ``ok`` with the ``problem`` when the stream is failing.
+def check_streams(
+    client: redis.Redis,
+    now: float,
+    limits: StreamLimits,
+    only: str | None = None,
+    standing: hosts.Standing | None = None,
+) -> dict:
+    """Per cluster (``only`` one of them), per stream: lag (now - last event), lease holder,
+    last error, events/s, and ``ok`` with the ``problem`` when the stream is failing.
 
     The holder is reported as held or not only: its value names a host. Error texts are
     class names and HTTP statuses (see handoff/sources), never messages from the server.
     A stream nobody holds while no live stream host has room says so at once: the pool
-    is full (``hosts.Pool.problem``), which is never a silent wait.
+    is full (``hosts.Pool.problem``), which is never a silent wait. Three round trips
+    however many clusters and streams: ``hosts.standing`` (unless handed in), and the
+    oldest unfolded entry of each fold stream.
     """
-    report: dict[str, dict] = {}
-    full = hosts.pool(client, now).problem()
-    for name, config in clusters.clusters(client).items():
-        report[name] = {
-            stream: _stream_health(client, name, stream, now, limits, full)
-            for stream in config.streams()
+    standing = standing or hosts.standing(client, now)
+    full = standing.pool().problem()
+    names = [name for name in standing.registered if only is None or name == only]
+    behind = _fold_behind(client, {name: standing.cursors.get(name, "0-0") for name in names}, now)
+    return {
+        name: {
+            stream: _stream_health(
+                standing.states[name, stream],
+                standing.holders[name, stream] is not None,
+                stream,
+                now,
+                limits,
+                behind[name] if stream == clusters.FOLD else None,
+                full,
+            )
+            for stream in standing.registered[name].streams()
         }
-    return report
+        for name in names
+    }
 
 
 def _stream_health(
-    client: redis.Redis,
-    cluster: str,
+    state: dict[str, str],
+    held: bool,
     stream: str,
     now: float,
     limits: StreamLimits,
+    behind: float | None,
     full: str | None = None,
 ) -> dict:
-    state = store.stream_state(client, cluster, stream)
-    holder = leases.holder(client, cluster, stream)
     last = _float(state.get("last_event"))
     started = _float(state.get("started"))
     events = int(state.get("events") or 0)
     since = int(state.get("events_at_start") or 0)
     window = now - started if started is not None else None
-    behind = _fold_behind(client, cluster, now) if stream == clusters.FOLD else None
-    problem = _problem(state, holder is not None, stream, now, behind, limits, full)
+    problem = _problem(state, held, stream, now, behind, limits, full)
     return {
         "ok": problem is None,
         "problem": problem,
-        "held": holder is not None,
+        "held": held,
         "lag_s": None if last is None else round(max(0.0, now - last), 1),
         "silent_s": _age(state.get("seen"), now),
         "behind_s": behind,
@@ -176,10 +193,16 @@ def _problem(
     return None
 
 
-def _fold_behind(client: redis.Redis, cluster: str, now: float) -> float:
-    """Age of the oldest stream entry the fold has not folded yet (0 when caught up)."""
-    cursor = store.fold_state(client, cluster, "cursor").get("cursor", "0-0")
-    return round(store.unfolded_age(store.first_unfolded(client, cluster, cursor), now), 1)
+def _fold_behind(client: redis.Redis, cursors: dict[str, str], now: float) -> dict[str, float]:
+    """Per cluster, the age of the oldest stream entry its fold has not folded yet after
+    its ``cursors`` (0 when caught up): one round trip."""
+    pipe = client.pipeline(transaction=False)
+    for name, cursor in cursors.items():
+        store.first_unfolded(pipe, name, cursor)
+    return {
+        name: round(store.unfolded_age(first, now), 1)
+        for name, first in zip(cursors, pipe.execute(), strict=True)
+    }
 
 
 def _float(text: str | None) -> float | None:
@@ -212,9 +235,11 @@ def report(
             "error": "redis unreachable",
         }
     )
-    result["streams"] = check_streams(client, now, limits) if result["redis"]["ok"] else {}
+    result["streams"] = {}
     if result["redis"]["ok"]:
-        result["pool"] = hosts.pool(client, now).as_dict()
+        standing = hosts.standing(client, now)
+        result["streams"] = check_streams(client, now, limits, standing=standing)
+        result["pool"] = standing.pool().as_dict()
     failing = failing_lines(result["streams"], addresses)
     if not addresses:
         for per in result["streams"].values():

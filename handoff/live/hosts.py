@@ -5,8 +5,9 @@ Each stream host (``handoff.live.hosting.StreamHost``, one per watch worker proc
 itself in ``handoff:hosts`` at every reconcile with its capacity, the streams it holds and
 until when the record counts (the lease ttl, or two reconciles if longer: a killed host
 drops out on its own once its leases have lapsed). /healthz, `status`, the home page and
-the board read ``pool`` through ``handoff.live.health``; ``supervise`` reads it to start a
-host when none has room.
+the board read the pool through ``handoff.live.health``, from one ``standing`` that also
+holds what the streams' health is judged on (two round trips, however many clusters);
+``supervise`` reads ``pool`` to start a host when none has room.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import orjson
 import redis
 
-from handoff.live import clusters, leases, store
+from handoff.live import clusters, store
 
 HOSTS = "handoff:hosts"  # hash: host id -> {"capacity", "held", "until"} JSON
 
@@ -31,8 +32,12 @@ def drop_host(client: redis.Redis, host: str) -> None:
 
 def live_hosts(client: redis.Redis, now: float) -> dict[str, dict]:
     """Hosts whose record still counts; older records (killed hosts) are deleted."""
+    return _alive(client, client.hgetall(HOSTS), now)
+
+
+def _alive(client: redis.Redis, records: dict[bytes, bytes], now: float) -> dict[str, dict]:
     alive, dead = {}, []
-    for host, raw in client.hgetall(HOSTS).items():
+    for host, raw in records.items():
         try:
             record = orjson.loads(raw)
             fresh = float(record["until"]) >= now
@@ -49,14 +54,77 @@ def live_hosts(client: redis.Redis, now: float) -> dict[str, dict]:
 
 def wanted(config: clusters.ClusterConfig, client: redis.Redis) -> list[str]:
     """The streams of a cluster a host should hold: all but a simulator run that ended."""
+    states = {
+        (config.name, stream): store.stream_state(client, config.name, stream)
+        for stream in config.streams()
+        if stream == "simulator"
+    }
+    return _wanted(config, states)
+
+
+def _wanted(
+    config: clusters.ClusterConfig, states: dict[tuple[str, str], dict[str, str]]
+) -> list[str]:
     return [
         stream
         for stream in config.streams()
-        if not (
-            stream == "simulator"
-            and store.stream_state(client, config.name, stream).get("finished")
-        )
+        if not (stream == "simulator" and states.get((config.name, stream), {}).get("finished"))
     ]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Everything the watch pool and the streams' health are judged on, read in two round
+    trips whatever the number of clusters (the registry, then one pipeline): the
+    registered clusters, the live hosts' records, each configured stream's state hash and
+    lease holder, and each cluster's fold cursor."""
+
+    registered: dict[str, clusters.ClusterConfig]
+    hosts: dict[str, dict]
+    states: dict[tuple[str, str], dict[str, str]]
+    holders: dict[tuple[str, str], str | None]
+    cursors: dict[str, str]
+
+    def pool(self) -> Pool:
+        """The pool as it stands: live hosts from their records, unheld streams from the
+        leases."""
+        unheld = sum(
+            1
+            for name, config in self.registered.items()
+            for stream in _wanted(config, self.states)
+            if self.holders.get((name, stream)) is None
+        )
+        capacities = tuple(int(h.get("capacity", 0)) for h in self.hosts.values())
+        held = sum(int(h.get("held", 0)) for h in self.hosts.values())
+        room = sum(
+            max(0, int(h.get("capacity", 0)) - int(h.get("held", 0))) for h in self.hosts.values()
+        )
+        return Pool(capacities, held, room, unheld)
+
+
+def standing(client: redis.Redis, now: float) -> Standing:
+    """Read the ``Standing`` of every registered cluster's streams now."""
+    registered = clusters.clusters(client)
+    streams = [(name, stream) for name, config in registered.items() for stream in config.streams()]
+    pipe = client.pipeline(transaction=False)
+    pipe.hgetall(HOSTS)
+    for name, stream in streams:
+        pipe.hgetall(store.stream_key(name, stream))
+        pipe.get(store.lease_key(name, stream))
+    for name in registered:
+        pipe.hget(store.fold_key(name), "cursor")
+    records, *replies = pipe.execute()
+    pairs, cursors = replies[: 2 * len(streams)], replies[2 * len(streams) :]
+    return Standing(
+        registered=registered,
+        hosts=_alive(client, records, now),
+        states={key: store.decoded(raw) for key, raw in zip(streams, pairs[::2], strict=True)},
+        holders={
+            key: None if raw is None else raw.decode()
+            for key, raw in zip(streams, pairs[1::2], strict=True)
+        },
+        cursors={name: raw.decode() for name, raw in zip(registered, cursors, strict=True) if raw},
+    )
 
 
 @dataclass(frozen=True)
@@ -93,14 +161,5 @@ class Pool:
 
 
 def pool(client: redis.Redis, now: float) -> Pool:
-    """The pool as it stands: live hosts from their records, unheld streams from the leases."""
-    hosts = live_hosts(client, now)
-    unheld = 0
-    for name, config in clusters.clusters(client).items():
-        for stream in wanted(config, client):
-            if leases.holder(client, name, stream) is None:
-                unheld += 1
-    capacities = tuple(int(h.get("capacity", 0)) for h in hosts.values())
-    held = sum(int(h.get("held", 0)) for h in hosts.values())
-    room = sum(max(0, int(h.get("capacity", 0)) - int(h.get("held", 0))) for h in hosts.values())
-    return Pool(capacities, held, room, unheld)
+    """The pool as it stands (``Standing.pool``)."""
+    return standing(client, now).pool()

@@ -117,12 +117,15 @@ def pods_page(
     limit = max(1, min(limit, MAX_LIMIT))
     if flt.q:
         picked, more = _search(client, cluster, flt, after, limit)
+        total = None
     else:
-        picked, more = _walk(client, cluster, flt, after, limit) or ([], False)
+        sizes = _index_sizes(client, cluster, flt)
+        picked, more = _walk(client, cluster, flt, after, limit, sizes=sizes) or ([], False)
+        total = _total(client, cluster, flt, sizes)
     found = views(client, cluster, [uid for _, uid in picked])
     pods = [found[uid] for _, uid in picked if uid in found]
     last = picked[-1] if picked and more else None
-    return Page(pods, Cursor(*last) if last else None, _total(client, cluster, flt))
+    return Page(pods, Cursor(*last) if last else None, total)
 
 
 @dataclass(frozen=True)
@@ -156,18 +159,16 @@ def _walk(
     after: Cursor | None,
     limit: int,
     text: str | None = None,
+    sizes: list[int] | None = None,
 ) -> tuple[list[tuple[float, str]], bool] | None:
     """The page in triage order from the indexes. With ``text`` (a name search, case-
     folded) only the pods whose indexed name holds it; then the walk gives up (None)
     after WALK_MAX pods examined, or sooner when at the rate found so far the page would
-    not be full by then."""
+    not be full by then. ``sizes``: ``_index_sizes``, when already read."""
     verdicts = flt.ordered_verdicts()
     sets = _filters(cluster, flt)
     verdict_keys = [store.index_key(cluster, "verdict", name) for name in verdicts]
-    pipe = client.pipeline(transaction=False)
-    for key in [*verdict_keys, *sets.within]:
-        pipe.zcard(key)
-    sizes = pipe.execute()
+    sizes = _index_sizes(client, cluster, flt) if sizes is None else sizes
     by_verdict = sum(sizes[: len(verdict_keys)])
     # Walk the smallest index that applies; check the others per chunk.
     driver = None
@@ -196,6 +197,18 @@ def _walk(
             if text is not None and _hopeless(len(found), examined, limit):
                 return None
     return found, False
+
+
+def _index_sizes(client: redis.Redis, cluster: str, flt: PodFilter) -> list[int]:
+    """The size of each verdict's index the filter walks (``ordered_verdicts``' order),
+    then of each index its pods must be in: one round trip."""
+    sets = _filters(cluster, flt)
+    pipe = client.pipeline(transaction=False)
+    for name in flt.ordered_verdicts():
+        pipe.zcard(store.index_key(cluster, "verdict", name))
+    for key in sets.within:
+        pipe.zcard(key)
+    return pipe.execute()
 
 
 def _hopeless(found: int, examined: int, limit: int) -> bool:
@@ -467,11 +480,15 @@ def _named(
         cursor = [repr(float(reply[2])), reply[1].decode()]
 
 
-def _total(client: redis.Redis, cluster: str, flt: PodFilter) -> int | None:
-    """Exact count of matches when the indexes give it without walking, else None."""
+def _total(client: redis.Redis, cluster: str, flt: PodFilter, sizes: list[int]) -> int | None:
+    """Exact count of matches when the indexes give it without walking, else None. Without
+    other filters than verdicts it is the sum of their indexes' ``sizes``
+    (``_index_sizes``)."""
     sets = _filters(cluster, flt)
     if flt.q or len(sets.within) + bool(sets.outside) > 1:
         return None
+    if not sets.within and not sets.outside:
+        return sum(sizes[: len(flt.ordered_verdicts())])
     pipe = client.pipeline(transaction=False)
     for name in flt.ordered_verdicts():
         low, high = store.verdict_range(name)

@@ -44,6 +44,16 @@ def counts(client: redis.Redis, cluster: str) -> dict[str, Any]:
     return read_counts(pipe.execute())
 
 
+def counts_of(client: redis.Redis, clusters: list[str]) -> dict[str, dict[str, Any]]:
+    """``counts`` of each of ``clusters``: one round trip for them all."""
+    pipe = client.pipeline(transaction=False)
+    for cluster in clusters:
+        queue_counts(pipe, cluster)
+    replies = pipe.execute()
+    step = len(v.VERDICT_NAMES) + 1
+    return {cluster: read_counts(replies[: (i + 1) * step]) for i, cluster in enumerate(clusters)}
+
+
 def queue_counts(pipe: redis.client.Pipeline, cluster: str) -> None:
     """Queue the counts' reads last in ``pipe`` (the fold's flush reads them in the
     MULTI/EXEC that wrote the pods: as of that write, without a round trip of their own)."""
@@ -158,12 +168,15 @@ def head(client: redis.Redis, cluster: str, now: float | None = None) -> dict[st
 # ---------------------------------------------------------------- owners
 
 
-def owners(client: redis.Redis, cluster: str, now: float | None = None) -> dict[str, Any]:
+def owners(
+    client: redis.Redis, cluster: str, now: float | None = None, fold: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The owners needing attention (``store.owners_key``): controllers failing to create
     pods, newest first, and loops still going, most pods first. Whether a failure is
     stale and a loop still active is judged on the cluster's clock now, not when the
-    fold wrote the record."""
-    at = parse_time(head(client, cluster, now)["evaluated_at"] or format_time(time.time()))
+    fold wrote the record. ``fold``: the fold's ``CLOCK`` fields, when already read."""
+    known = clock(fold, now) if fold is not None else head(client, cluster, now)
+    at = parse_time(known["evaluated_at"] or format_time(time.time()))
     failing, loops = [], []
     for raw in store.owner_records(client, cluster):
         try:

@@ -256,7 +256,11 @@ def note_stream(
 
 
 def stream_state(client: redis.Redis, cluster: str, stream: str) -> dict[str, str]:
-    raw = client.hgetall(stream_key(cluster, stream))
+    return decoded(client.hgetall(stream_key(cluster, stream)))
+
+
+def decoded(raw: dict[bytes, bytes]) -> dict[str, str]:
+    """A hash as Redis answers it, as text."""
     return {key.decode(): value.decode() for key, value in raw.items()}
 
 

@@ -4,11 +4,13 @@ node's summary), and no range read of a verdict index that is empty."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import redis
 from django.contrib.auth.models import User
 
-from handoff.live import paging, queries, search, store
+from handoff.live import clusters, health, hosts, paging, queries, search, store
 from tests.webui.detail.tracedata import TRACES, fold_into_redis
 
 pytestmark = pytest.mark.django_db
@@ -122,3 +124,65 @@ def test_the_pod_answer_takes_two_round_trips_and_finds_every_namesake(
     assert answers == [  # postings read here, as before
         queries.pod(redis_client, "c-pod", v["namespace"], v["name"], None) for v in stored
     ]
+
+
+def _register_watched(client: redis.Redis, count: int) -> None:
+    """``count`` kubeconfig clusters: four streams each (three watches and the fold)."""
+    for i in range(count):
+        clusters.register_cluster(
+            client, clusters.ClusterConfig(name=f"c{i}", kind="kubeconfig", kubeconfig="/k")
+        )
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/", "/api/clusters", "/clusters/c0/", "/api/clusters/c0/summary", "/healthz"],
+)
+def test_the_stream_health_a_page_shows_costs_the_same_round_trips_for_20_clusters_as_for_one(
+    signed_in, redis_client, round_trips, path
+):
+    # Every stream's state and lease were read one by one, and the cluster registry and
+    # leases twice: 304 round trips for the cluster list of 20 clusters, 292 for a board.
+    trips = []
+    for count in (1, 20):
+        redis_client.flushall()
+        _register_watched(redis_client, count)
+        signed_in.get(path)  # connections made before counting
+        round_trips.clear()
+        assert signed_in.get(path).status_code in (200, 503), path  # 503: no worker beats
+        trips.append(len(round_trips))
+    assert trips[0] == trips[1], path
+    assert trips[1] <= 10, path
+
+
+def test_one_cluster_s_health_is_that_cluster_s_part_of_every_cluster_s(redis_client):
+    _register_watched(redis_client, 3)
+    hosts.note_host(redis_client, "h1", capacity=4, held=2, until=time.time() + 10)
+    store.note_stream(redis_client, "c1", "pods", started=time.time() - 5, events=40)
+    store.note_stream(redis_client, "c1", "events", failures=5, last_error="ApiException 500")
+    redis_client.xadd(store.events_key("c1"), {"x": "1"})  # an entry the fold has not folded
+    now = time.time()
+    every = health.check_streams(redis_client, now, health.StreamLimits())
+    assert set(every) == {"c0", "c1", "c2"}
+    for name in every:
+        alone = health.check_streams(redis_client, now, health.StreamLimits(), only=name)
+        assert alone == {name: every[name]}
+    assert every["c1"]["events"]["problem"] == "5 failed calls in a row, last: ApiException 500"
+    assert every["c1"]["fold"]["behind_s"] is not None
+    assert hosts.standing(redis_client, now).pool() == hosts.pool(redis_client, now)
+
+
+def test_the_board_reads_the_fold_s_progress_once(signed_in, redis_client, monkeypatch):
+    fold_into_redis(redis_client, "c-once", TRACES / "node-lost.jsonl")
+    progress: list[tuple] = []
+    real = redis.Redis.hmget
+
+    def spy(self, key, *args, **kwargs):
+        if key == store.fold_key("c-once"):
+            progress.append(args)
+        return real(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(redis.Redis, "hmget", spy)
+    page = signed_in.get("/clusters/c-once/")
+    assert page.status_code == 200
+    assert len(progress) == 1

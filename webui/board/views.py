@@ -41,15 +41,17 @@ def board(request: HttpRequest, cluster: str) -> HttpResponse:
     if not params.get("verdict"):
         params["attention"] = "1"
     status, error = 200, None
+    # The fold's progress once, before the page (its cursor: changes after the page are
+    # newer), for the page, the summary, the owners and the last incident.
+    fold = queries.progress(c, cluster, *clusterdata.SUMMARY_FIELDS, "last_incident")
     try:
-        initial = api.pods_body(c, cluster, params)
-        summary = clusterdata.summary(c, config, durations=False)
+        initial = api.pods_body(c, cluster, params, head=queries.clock(fold))
     except QueryError as exc:
         status, error = 400, str(exc)
         initial = {"pods": [], "next": None, "total": 0}
-        summary = clusterdata.summary(c, config, durations=False)
+    summary = clusterdata.summary(c, config, durations=False, fold=fold)
     initial["pods"] = [board_row(pod) for pod in initial["pods"]]
-    initial["owners"] = queries.owners(c, cluster)
+    initial["owners"] = queries.owners(c, cluster, fold=fold)
     counts = summary["summary"]["verdicts"]
     context = {
         "cluster": config,
@@ -76,14 +78,15 @@ def board(request: HttpRequest, cluster: str) -> HttpResponse:
         "error": error,
         "default_view": params.get("attention") == "1"
         and not any(request.GET.get(key) for key in ("namespace", "node", "binding", "q")),
-        "last_incident": last_incident(c, cluster),
+        "last_incident": last_incident(fold),
     }
     return render(request, "webui/board.html", context, status=status)
 
 
-def last_incident(c: redis.Redis, cluster: str) -> dict | None:
-    """The newest pod that came to need attention, as the fold noted it, with its age."""
-    raw = queries.progress(c, cluster, "last_incident").get("last_incident")
+def last_incident(fold: dict[str, str]) -> dict | None:
+    """The newest pod that came to need attention, as the fold noted it (``fold``: its
+    progress), with its age."""
+    raw = fold.get("last_incident")
     if not raw:
         return None
     try:
