@@ -24,7 +24,7 @@ from devtools.bench.latency import (
     percentiles,
     run_latency_benchmarks,
 )
-from devtools.bench.results import Figure, Results, machine, markdown, to_json
+from devtools.bench.results import Figure, Results, code_version, machine, markdown, to_json
 from devtools.bench.services import Services
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "Results",
     "Services",
     "caught_up",
+    "code_version",
     "count_lines",
     "ingest",
     "live_latency",

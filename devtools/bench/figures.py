@@ -79,7 +79,7 @@ def write_figures(results: Results, out_dir: Path, stem: str = "benchmarks") -> 
         fig.write_html(html, include_plotlyjs="directory", full_html=True)
         written.append(html)
     if written:
-        written += _screenshots(written)
+        written += screenshots(written)
     return written
 
 
@@ -120,7 +120,7 @@ def _pages_figure(go: Any, pages: dict[str, Any]) -> Any:
     return fig
 
 
-def _screenshots(pages: list[Path]) -> list[Path]:
+def screenshots(pages: list[Path]) -> list[Path]:
     """PNGs of the pages, taken in a thread of its own: Playwright's sync API refuses a
     thread that already drives a browser (a test session's, or a caller's)."""
     out: list[Path] = []

@@ -5,9 +5,15 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -33,6 +39,9 @@ class Results:
     series: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # A section's own figures as nested JSON, at the top level of the JSON (e.g. "pages").
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # When the run began (UTC) and the code it ran: a series of runs is read by them.
+    started: str = field(default_factory=utc_now)
+    code: dict[str, Any] = field(default_factory=dict)
 
     def add(self, figure: Figure) -> Figure:
         self.figures.append(figure)
@@ -56,6 +65,22 @@ def machine() -> dict[str, Any]:
     }
 
 
+def code_version(root: Path | None = None) -> dict[str, Any]:
+    """The commit the run's code is at and whether the tree had changes beside it; empty
+    outside a git checkout (a copied tree, no git)."""
+    root = root or Path(__file__).resolve().parents[2]
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+
+
 def markdown(results: Results) -> str:
     rows = [
         "| figure | value | baseline | ratio | target | met | note |",
@@ -72,10 +97,16 @@ def markdown(results: Results) -> str:
     m = results.machine
     head = (
         f"Machine: {m['cores']} cores, {m['cpu']}, Python {m['python']}.  \n"
-        f"Command: `{results.command}`.  \n"
+        f"Command: `{results.command}`, started {results.started}{_at(results.code)}.  \n"
         f"Trace: {results.trace.get('lines', 0):,} events, {results.trace.get('pods', 0):,} pods."
     )
     return head + "\n\n" + "\n".join(rows) + "\n"
+
+
+def _at(code: dict[str, Any]) -> str:
+    if not code:
+        return ""
+    return f" at {code['commit'][:12]}" + (" with uncommitted changes" if code["dirty"] else "")
 
 
 def to_json(results: Results) -> str:

@@ -271,7 +271,9 @@ class Command(BaseCommand):
                 figures.mkdir()
         workdir = Path(settings.BASE_DIR) / ".run" / "bench"
         workdir.mkdir(parents=True, exist_ok=True)
-        results = bench.Results(bench.machine(), shlex.join(["python", *sys.argv]))
+        results = bench.Results(
+            bench.machine(), shlex.join(["python", *sys.argv]), code=bench.code_version()
+        )
         run = Run(
             results,
             options["quick"],
