@@ -66,7 +66,7 @@ def test_anything_but_a_pages_run_is_refused_with_the_file_named(tmp_path, capsy
 
 
 def test_the_chart_draws_every_run_against_the_target(tmp_path):
-    paths = [_run(tmp_path, f"run{k}", {"search": 150.0 + 60 * k}) for k in range(3)]
+    paths = [_run(tmp_path, f"run{k}", {"search": 150.0 + 90 * k}) for k in range(3)]
 
     assert series.main([*map(str, paths), "--figures", str(tmp_path / "out")]) == 0
 
