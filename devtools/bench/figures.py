@@ -86,8 +86,6 @@ def write_figures(results: Results, out_dir: Path, stem: str = "benchmarks") -> 
 def _pages_figure(go: Any, pages: dict[str, Any]) -> Any:
     """p50 and p99 per page under the concurrent load, against the 300 ms p99 target: the
     closed loop's and, when the run has them, the people's (the ones the target judges)."""
-    from devtools.bench.pages import P99_TARGET_MS
-
     names = [name for name, row in pages.items() if isinstance(row, dict) and "p99_ms" in row]
     people = pages.get("people") or {}
     closed = "closed loop " if people else ""
@@ -98,15 +96,7 @@ def _pages_figure(go: Any, pages: dict[str, Any]) -> Any:
         if people:
             values = [(people.get(n) or {}).get(q) for n in names]
             fig.add_trace(go.Bar(x=names, y=values, name=label))
-    fig.add_trace(
-        go.Scatter(
-            x=names,
-            y=[P99_TARGET_MS] * len(names),
-            mode="lines",
-            line={"dash": "dash", "color": "black", "width": 1},
-            name=f"target: p99 ≤ {P99_TARGET_MS:.0f} ms",
-        )
-    )
+    fig.add_trace(p99_target(go, names))
     fig.update_layout(
         title=(
             f"Pages under load: {pages.get('store_pods', 0):,} pods, "
@@ -118,6 +108,19 @@ def _pages_figure(go: Any, pages: dict[str, Any]) -> Any:
         barmode="group",
     )
     return fig
+
+
+def p99_target(go: Any, xs: list[str]) -> Any:
+    """The pages' 300 ms p99 target, a dashed line across ``xs``."""
+    from devtools.bench.pages import P99_TARGET_MS
+
+    return go.Scatter(
+        x=xs,
+        y=[P99_TARGET_MS] * len(xs),
+        mode="lines",
+        line={"dash": "dash", "color": "black", "width": 1},
+        name=f"target: p99 ≤ {P99_TARGET_MS:.0f} ms",
+    )
 
 
 def screenshots(pages: list[Path]) -> list[Path]:

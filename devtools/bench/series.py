@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from devtools.bench.pages import P99_TARGET_MS, PAGES
+from devtools.bench.pages import PAGES
 
 
 class NotAPagesRun(ValueError):
@@ -109,6 +109,8 @@ def figure(runs: list[PagesRun]) -> Any:
     """Every run's p99 per page and the websocket's, run by run, against the target."""
     import plotly.graph_objects as go
 
+    from devtools.bench.figures import p99_target
+
     labels = [run.label for run in runs]
     fig = go.Figure()
     for name in (*PAGES, "ws"):
@@ -121,15 +123,7 @@ def figure(runs: list[PagesRun]) -> Any:
                 name=name if name != "ws" else "websocket frame",
             )
         )
-    fig.add_trace(
-        go.Scatter(
-            x=labels,
-            y=[P99_TARGET_MS] * len(labels),
-            mode="lines",
-            line={"dash": "dash", "color": "black", "width": 1},
-            name=f"target: p99 ≤ {P99_TARGET_MS:.0f} ms",
-        )
-    )
+    fig.add_trace(p99_target(go, labels))
     met = sum(run.met for run in runs)
     fig.update_layout(
         title=f"The pages bench run by run, 50 people: every target met in {met} of {len(runs)}",
