@@ -33,6 +33,7 @@ from urllib.parse import quote
 import orjson
 import redis
 
+from devtools.bench.copies import CopyWatch, Span, copies_note, copies_summary, overlapping
 from devtools.bench.latency import (
     LATENCY_CLUSTER,
     Feeder,
@@ -116,7 +117,7 @@ async def _client(
     while time.monotonic() < until:
         page = rng.choice(PAGES)
         paths = rng.choice(requests[page])
-        started = time.perf_counter()
+        began, started = time.time(), time.perf_counter()
         server: dict[str, float] = {}
         try:
             for path in paths:
@@ -131,6 +132,7 @@ async def _client(
             out[page]["last_error"] = f"{type(error).__name__}: {error}"[:200]
         else:
             out[page]["ms"].append((time.perf_counter() - started) * 1000)
+            out[page]["at"].append(began)
             for name in SERVER_PARTS:
                 out[page][name].append(server.get(name))
         if think:
@@ -144,7 +146,8 @@ async def _load(
     import aiohttp
 
     out: dict[str, dict[str, Any]] = {
-        page: {"ms": [], "errors": 0, **{name: [] for name in SERVER_PARTS}} for page in PAGES
+        page: {"ms": [], "at": [], "errors": 0, **{name: [] for name in SERVER_PARTS}}
+        for page in PAGES
     }
     headers = {"Cookie": f"sessionid={cookie}", "Accept": "text/html,application/json"}
     timeout = aiohttp.ClientTimeout(total=30)
@@ -293,36 +296,43 @@ def server_parts(samples: dict[str, Any]) -> dict[str, Any]:
     return parts
 
 
-def tail_parts(http: dict[str, Any], share: float = 0.05) -> dict[str, Any]:
+def tail_parts(
+    http: dict[str, Any], share: float = 0.05, copies: list[Span] | None = None
+) -> dict[str, Any]:
     """The slowest ``share`` of all pages' samples together: their median client time
-    and the median of each part, so a tail reads as queue, view, gc or outside."""
+    and the median of each part, so a tail reads as queue, view, gc or outside; with
+    ``copies`` (``CopyWatch.spans``), how many of them overlapped a snapshot copy."""
     rows = []
     for page in PAGES:
         samples = http[page]
         for i, ms in enumerate(samples["ms"]):
             if samples["app"][i] is not None:
                 parts = {name: samples[name][i] or 0.0 for name in SERVER_PARTS}
-                rows.append((ms, {**parts, "outside": ms - parts["app"]}))
+                at = samples["at"][i] if "at" in samples else 0.0
+                rows.append((ms, {**parts, "outside": ms - parts["app"]}, at))
     rows.sort(key=lambda row: row[0])
     slowest = rows[int(len(rows) * (1 - share)) :]
     if not slowest:
         return {"n": 0}
     tail = {"n": len(slowest), "share": share}
-    tail["ms_p50"] = round(statistics.median(ms for ms, _ in slowest), 1)
+    tail["ms_p50"] = round(statistics.median(ms for ms, _, _ in slowest), 1)
     for name in (*SERVER_PARTS, "outside"):
-        tail[f"{name}_p50_ms"] = round(statistics.median(p[name] for _, p in slowest), 1)
+        tail[f"{name}_p50_ms"] = round(statistics.median(p[name] for _, p, _ in slowest), 1)
+    if copies is not None:
+        tail["in_copies"] = overlapping(((at, at + ms / 1000) for ms, _, at in slowest), copies)
     return tail
 
 
 def ws_latency(
     sent: dict[str, float], seen: list[dict[str, float]], warmup: float,
     until: float = float("inf"), relayed: dict[str, float] | None = None,
-    lags: list[tuple[float, float]] | None = None,
+    lags: list[tuple[float, float]] | None = None, copies: list[Span] | None = None,
 ) -> dict:  # fmt: skip
     """Fed → frame at every subscriber, for pods fed after the first ``warmup`` seconds of
     the feed and before ``until`` (wall-clock time). With ``relayed`` (when each pod
     reached a plain member of the Channels group) and the subscribers' ``lags``: where the
-    slowest 1 % of frames spent their time (``ws_tail``)."""
+    slowest 1 % of frames spent their time (``ws_tail``), and with ``copies`` how many of
+    them overlapped a snapshot copy."""
     start = min(sent.values(), default=0.0) + warmup
     frames, missing = [], 0
     for times in seen:
@@ -344,7 +354,12 @@ def ws_latency(
         "n": len(frames),
     }
     if relayed is not None:
-        result["tail"] = ws_tail(frames[int(0.99 * len(frames)) :], sent, relayed, lags or [])
+        slowest = frames[int(0.99 * len(frames)) :]
+        result["tail"] = ws_tail(slowest, sent, relayed, lags or [])
+        if copies is not None:
+            result["tail"]["in_copies"] = overlapping(
+                ((at - latency, at) for latency, _, at in slowest), copies
+            )
     return result
 
 
@@ -447,7 +462,7 @@ def run_pages(
         start = min(sent.values(), default=began)
         measured = ws_latency(
             sent, arrivals["seen"], warmup=max(warmup, began - start), until=ended,
-            relayed=arrivals["relayed"], lags=arrivals["lags"],
+            relayed=arrivals["relayed"], lags=arrivals["lags"], copies=phase.pop("copy_spans"),
         )  # fmt: skip
         phase["ws"] = {**measured, "subscribers": subscribers}
     # The closed loop keeps the keys it always had (pages.<page>, ws, ingest_events_per_s).
@@ -590,8 +605,9 @@ def _phase_run(
     load = context.Process(
         target=_http_clients, args=(site, cookie, requests, clients, seconds, str(out), think)
     )
-    load.start()
-    load.join()
+    with CopyWatch(cpu.services.named["worker"].pid) as copies:
+        load.start()
+        load.join()
     elapsed = time.monotonic() - started
     if load.exitcode != 0:
         raise RuntimeError(f"a load process failed; see {cpu.services.workdir}")
@@ -602,7 +618,9 @@ def _phase_run(
     result: dict[str, Any] = {
         page: {**summarise(http[page]), "server": server_parts(http[page])} for page in PAGES
     }
-    result["tail"] = tail_parts(http)
+    result["tail"] = tail_parts(http, copies=copies.spans)
+    result["copies"] = copies_summary(copies.spans, (began, time.time()))
+    result["copy_spans"] = copies.spans
     result["redis_slow"] = redis_slow(client.slowlog_get(SLOWLOG_MAX))
     cores["load"] = round(load_out["cpu_s"] / elapsed, 2)
     result["cpu_cores"] = cores
@@ -641,6 +659,8 @@ def report_pages(results: Results, pages: dict[str, Any]) -> None:
         ("pages, 50 people", pages["people"], people, True),
     ):
         ws = phase["ws"]
+        ws_tail_of = ws.get("tail") or {}
+        ws_n = ws_tail_of.get("n", 0)
         results.add(
             Figure(
                 f"{label}: websocket subscribers on the board, fed → frame",
@@ -655,7 +675,8 @@ def report_pages(results: Results, pages: dict[str, Any]) -> None:
                 if judged
                 else None,
                 note=f"p50 {ws['p50_ms']} ms, {ws['subscribers']} subscribers, "
-                f"{ws['missing']} frames missing{ws_tail_note(ws.get('tail'))}; {how}",
+                f"{ws['missing']} frames missing{ws_tail_note(ws_tail_of)}"
+                f"{copies_note(phase.get('copies'), ws_tail_of.get('in_copies'), ws_n)}; {how}",
             )
         )
         tail = phase["tail"]
@@ -669,7 +690,9 @@ def report_pages(results: Results, pages: dict[str, Any]) -> None:
                         f"{name} {tail[f'{name}_p50_ms']}"
                         for name in ("queue", "view", "cpu", "runq", "gc", "outside")
                     )
-                    + f" ms (medians over {tail['n']} loads; Server-Timing); {how}",
+                    + f" ms (medians over {tail['n']} loads; Server-Timing)"
+                    + copies_note(phase.get("copies"), tail.get("in_copies"), tail["n"])
+                    + f"; {how}",
                 )
             )
         held = phase["ingest_events_per_s"]
