@@ -4,7 +4,9 @@ and how many configured streams nobody holds.
 Each stream host (``handoff.live.hosting.StreamHost``, one per watch worker process) notes
 itself in ``handoff:hosts`` at every reconcile with its capacity, the streams it holds and
 until when the record counts (the lease ttl, or two reconciles if longer: a killed host
-drops out on its own once its leases have lapsed). /healthz, `status`, the home page and
+drops out on its own once its leases have lapsed), and deletes the records whose time has
+passed, atomically: a reader never writes, so a host that renewed its record just after a
+reader judged it stale cannot lose it to that reader. /healthz, `status`, the home page and
 the board read the pool through ``handoff.live.health``, from one ``standing`` that also
 holds what the streams' health is judged on (two round trips, however many clusters);
 ``supervise`` reads ``pool`` to start a host when none has room.
@@ -12,6 +14,7 @@ holds what the streams' health is judged on (two round trips, however many clust
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import orjson
@@ -22,8 +25,31 @@ from handoff.live import clusters, store
 HOSTS = "handoff:hosts"  # hash: host id -> {"capacity", "held", "until"} JSON
 
 
-def note_host(client: redis.Redis, host: str, capacity: int, held: int, until: float) -> None:
-    client.hset(HOSTS, host, orjson.dumps({"capacity": capacity, "held": held, "until": until}))
+# KEYS[1] the hosts hash; ARGV the host, its record, and the time now. Writes the record,
+# then deletes every record whose "until" has passed (or that is not a record): in one
+# script, so no host renews its record between the judgement and the deletion.
+_NOTE = """
+redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+local now = tonumber(ARGV[3])
+local records = redis.call('hgetall', KEYS[1])
+for i = 1, #records, 2 do
+  local ok, record = pcall(cjson.decode, records[i + 1])
+  local til = ok and type(record) == 'table' and tonumber(record['until'])
+  if not til or til < now then
+    redis.call('hdel', KEYS[1], records[i])
+  end
+end
+"""
+
+
+def note_host(
+    client: redis.Redis, host: str, capacity: int, held: int, until: float,
+    now: float | None = None,
+) -> None:  # fmt: skip
+    """Note ``host``'s record and delete the records of hosts whose time had passed
+    ``now`` (killed ones)."""
+    record = orjson.dumps({"capacity": capacity, "held": held, "until": until})
+    client.eval(_NOTE, 1, HOSTS, host, record, repr(time.time() if now is None else now))
 
 
 def drop_host(client: redis.Redis, host: str) -> None:
@@ -31,12 +57,13 @@ def drop_host(client: redis.Redis, host: str) -> None:
 
 
 def live_hosts(client: redis.Redis, now: float) -> dict[str, dict]:
-    """Hosts whose record still counts; older records (killed hosts) are deleted."""
-    return _alive(client, client.hgetall(HOSTS), now)
+    """Hosts whose record still counts ``now``. Read only: older records (killed hosts)
+    are left to the next live host's ``note_host``."""
+    return _alive(client.hgetall(HOSTS), now)
 
 
-def _alive(client: redis.Redis, records: dict[bytes, bytes], now: float) -> dict[str, dict]:
-    alive, dead = {}, []
+def _alive(records: dict[bytes, bytes], now: float) -> dict[str, dict]:
+    alive = {}
     for host, raw in records.items():
         try:
             record = orjson.loads(raw)
@@ -45,10 +72,6 @@ def _alive(client: redis.Redis, records: dict[bytes, bytes], now: float) -> dict
             fresh = False
         if fresh:
             alive[host.decode()] = record
-        else:
-            dead.append(host)
-    if dead:
-        client.hdel(HOSTS, *dead)
     return alive
 
 
@@ -117,7 +140,7 @@ def standing(client: redis.Redis, now: float) -> Standing:
     pairs, cursors = replies[: 2 * len(streams)], replies[2 * len(streams) :]
     return Standing(
         registered=registered,
-        hosts=_alive(client, records, now),
+        hosts=_alive(records, now),
         states={key: store.decoded(raw) for key, raw in zip(streams, pairs[::2], strict=True)},
         holders={
             key: None if raw is None else raw.decode()

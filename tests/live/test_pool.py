@@ -46,10 +46,28 @@ def test_no_live_host_is_left_to_the_unheld_limit(redis_client):
     """With no host at all nothing says "full": the stream fails after
     HANDOFF_STREAM_UNHELD_LIMIT as "no holder" (no worker, or no beat)."""
     register(redis_client, "a", "kubeconfig", kubeconfig="/k")
-    hosts.note_host(redis_client, "dead", capacity=4, held=4, until=time.time() - 1)
-    assert hosts.live_hosts(redis_client, time.time()) == {}
-    assert not redis_client.hexists(hosts.HOSTS, "dead")  # a killed host's record goes
-    assert not hosts.pool(redis_client, time.time()).full
+    hosts.note_host(redis_client, "dead", capacity=4, held=4, until=time.time() + 1)
+    assert hosts.live_hosts(redis_client, time.time() + 2) == {}
+    assert not hosts.pool(redis_client, time.time() + 2).full
+
+
+def test_a_killed_hosts_record_goes_with_the_next_live_hosts_note_and_never_with_a_read(
+    redis_client,
+):
+    now = time.time()
+    hosts.note_host(redis_client, "dead", capacity=4, held=4, until=now + 1, now=now)
+    redis_client.hset(hosts.HOSTS, "garbled", b"{not json")
+    assert hosts.live_hosts(redis_client, now + 2) == {}
+    hosts.standing(redis_client, now + 2)
+    assert redis_client.hlen(hosts.HOSTS) == 2  # readers only read
+    # "dead" renews its record after a reader judged it stale: a reader that deleted what
+    # it judged (as readers did) would now take a live host's record away.
+    hosts.note_host(redis_client, "dead", capacity=4, held=1, until=now + 12, now=now + 2)
+    assert not redis_client.hexists(hosts.HOSTS, "garbled")  # not a record: deleted
+    hosts.note_host(redis_client, "h1", capacity=4, held=0, until=now + 12, now=now + 3)
+    assert set(hosts.live_hosts(redis_client, now + 3)) == {"dead", "h1"}
+    hosts.note_host(redis_client, "h1", capacity=4, held=0, until=now + 30, now=now + 13)
+    assert redis_client.hkeys(hosts.HOSTS) == [b"h1"]  # "dead" stopped renewing: gone
 
 
 def test_a_finished_simulator_run_waits_for_nobody(redis_client):
