@@ -149,9 +149,13 @@ class Folder(Snapshots):
         self._resume(saved.written, saved.pending, progress["cursor"])
 
     def _keeps_aggregates(self, written: dict[str, tuple[str, str, str]]) -> bool:
-        """Stored by a version that kept the fleet aggregates and the name index (else
-        they are counted again from every view: an upgrade)."""
-        return not written or (self.aggregates.present() and self.search.present())
+        """Stored by a version that kept the fleet aggregates, the name index and the
+        namespaces' counts (else they are counted again from every view: an upgrade)."""
+        return not written or (
+            self.aggregates.present()
+            and self.search.present()
+            and bool(self.client.exists(store.namespaces_key(self.cluster)))
+        )
 
     def _store_is_the_folds(self, progress: dict[str, str]) -> bool:
         """The views hash holds as many views as the last flush (or retention) left."""
@@ -276,6 +280,7 @@ class Folder(Snapshots):
         pattern = store.index_key(self.cluster, "*", "*")
         keys = list(self.client.scan_iter(match=pattern, count=1000))
         keys.append(store.node_verdicts_key(self.cluster))  # counted from the same writes
+        keys.append(store.namespaces_key(self.cluster))
         keys += self.aggregates.keys() + self.search.keys()
         self.aggregates.forget()
         self.search.forget()

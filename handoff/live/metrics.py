@@ -17,7 +17,6 @@ meanwhile serves the counters as they are. Stream figures are /healthz's
 
 from __future__ import annotations
 
-import re
 import time
 
 import redis
@@ -256,7 +255,7 @@ def metrics_text(client: redis.Redis, limits: health.StreamLimits, now: float | 
         complete.add(0.0 if "rebuild" in marks(client, name) else 1.0, cluster=name)
         _verdict_counts(client, name, pods)
         counted = counters(client, name)
-        namespaces, nodes = indexed(client, name, "ns"), indexed(client, name, "node")
+        namespaces, nodes = holding(client, name)
         aggregated += histogram_families(name, counted)
         aggregated += incident_families(name, counted, namespaces, nodes)
         for stream, state in sorted(streams.get(name, {}).items()):
@@ -296,14 +295,16 @@ def _pool_families(client: redis.Redis, now: float) -> list[Family]:
     return [workers, streams]
 
 
-def indexed(client: redis.Redis, cluster: str, by: str) -> list[str]:
-    """The namespaces (``ns``) or nodes (``node``) that hold pods now: their pod indexes
-    (one SCAN of the keyspace, which holds a few keys per namespace and node)."""
-    prefix = store.index_key(cluster, by, "")
-    pattern = re.sub(r"([*?\[\]\\])", r"\\\1", prefix) + "*"
-    values = {key.decode()[len(prefix) :] for key in client.scan_iter(match=pattern, count=1000)}
-    values.discard("")  # pods bound to no node yet
-    return sorted(values)
+def holding(client: redis.Redis, cluster: str) -> tuple[list[str], list[str]]:
+    """The namespaces and the nodes that hold pods now, from the counts the fold keeps
+    (``store.namespaces_key``, ``store.node_verdicts_key``): one round trip sized by
+    namespaces and nodes, never a scan of the keyspace."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hkeys(store.namespaces_key(cluster))
+    pipe.hkeys(store.node_verdicts_key(cluster))
+    namespaces, handed = pipe.execute()
+    nodes = {field.decode().partition(store.NAME_SEPARATOR)[0] for field in handed}
+    return sorted(ns.decode() for ns in namespaces), sorted(nodes)
 
 
 def _verdict_counts(client: redis.Redis, cluster: str, family: Family) -> None:

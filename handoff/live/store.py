@@ -77,6 +77,14 @@ def node_verdicts_key(cluster: str) -> str:
     return k(cluster, "handed")
 
 
+def namespaces_key(cluster: str) -> str:
+    """Hash namespace -> pods stored in it, kept by ``write_pods``/``drop_pods`` (a
+    namespace goes with its last pod): /metrics lists the namespaces holding pods from it
+    instead of scanning the keyspace for their indexes. A namespace never changes for a
+    pod, so only a pod's first write and its drop count."""
+    return k(cluster, "namespaces")
+
+
 def owners_key(cluster: str) -> str:
     """Hash "<kind>/<namespace>/<name>" -> JSON of an owner that needs attention (its
     controller failing to create pods, its pods looping: ``OwnerBook.record``), written by
@@ -316,9 +324,9 @@ end
 return ms
 """
 
-# Pods handed per node and verdict: ARGV field, change pairs; a count that reaches zero
-# goes, so the hash holds only (node, verdict) pairs that have pods.
-_HANDED = """
+# Counts (pods handed per node and verdict; pods per namespace): ARGV field, change
+# pairs; a count that reaches zero goes, so the hash holds only what has pods.
+_COUNT = """
 for i = 1, #ARGV, 2 do
   if redis.call('hincrby', KEYS[1], ARGV[i], ARGV[i + 1]) <= 0 then
     redis.call('hdel', KEYS[1], ARGV[i])
@@ -375,6 +383,9 @@ for i = 3, #ARGV do
           redis.call('hdel', KEYS[5], field)
         end
       end
+      if redis.call('hincrby', KEYS[6], text(view.namespace), -1) <= 0 then
+        redis.call('hdel', KEYS[6], text(view.namespace))
+      end
     end
     redis.call('hdel', KEYS[1], uid)
   end
@@ -410,6 +421,7 @@ def write_pods(
     removes: dict[tuple[str, str], list[str]] = {}
     members = []
     handed: dict[str, int] = {}  # node_verdicts_key fields -> change
+    arrived: dict[str, int] = {}  # namespace -> pods written for the first time
     for uid, (view, blob) in views.items():
         blobs[uid] = blob
         verdict, namespace, node = now = (view["verdict"], view["namespace"], view["node"] or "")
@@ -418,6 +430,8 @@ def write_pods(
         before = previous.get(uid)
         if before is None or before[0] != verdict or before[2] != node:
             _count_handed(handed, before, verdict, node)
+        if before is None:
+            arrived[namespace] = arrived.get(namespace, 0) + 1
         if before is not None:
             if before != now:
                 for by, old, new in zip(INDEXES, before, now, strict=True):
@@ -441,7 +455,11 @@ def write_pods(
     pipe.hset(pods_key(cluster), mapping=blobs)
     moved = [x for field, change in handed.items() if change for x in (field, change)]
     if moved:
-        pipe.eval(_HANDED, 1, node_verdicts_key(cluster), *moved)
+        pipe.eval(_COUNT, 1, node_verdicts_key(cluster), *moved)
+    if arrived:
+        pipe.eval(
+            _COUNT, 1, namespaces_key(cluster), *(x for pair in arrived.items() for x in pair)
+        )
     pipe.eval(_CHANGED, 2, fold_key(cluster), changed_key(cluster), *members)
 
 
@@ -474,6 +492,7 @@ def drop_pods(
         changed_key(cluster),
         removed_key(cluster),
         node_verdicts_key(cluster),
+        namespaces_key(cluster),
     )
     prefix = index_key(cluster, "", "")[:-1]
     for start in range(0, len(uids), 1000):

@@ -250,6 +250,8 @@ def _same_store(client, mine: str, full: str) -> None:
     assert list(indexes.values()) == list(others.values())
     handed = client.hgetall(store.node_verdicts_key(mine))
     assert handed == client.hgetall(store.node_verdicts_key(full))
+    namespaces = client.hgetall(store.namespaces_key(mine))
+    assert namespaces == client.hgetall(store.namespaces_key(full))
 
 
 def test_a_store_that_is_not_the_folds_gets_every_view_rewritten(redis_client, monkeypatch):

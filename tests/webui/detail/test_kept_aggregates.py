@@ -7,6 +7,7 @@ and missing nodes, after retention drops pods, and after a crash restore."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 import redis
 
 from handoff.core.histogram import RELATIVE_ERROR
-from handoff.live import aggregates, clusters, queries, store
+from handoff.live import aggregates, clusters, metrics, queries, store
 from handoff.live.fold import Folder, FoldSettings
 from handoff.live.pages.fleet import fleet_digest, kept_fleet
 from handoff.live.pages.nodes import kept, nodes_digest
@@ -41,7 +42,19 @@ def _recomputed(client: redis.Redis, cluster: str) -> dict[str, Any]:
 def _same(client: redis.Redis, cluster: str) -> dict[str, Any]:
     page = _kept(client, cluster)
     assert page == _recomputed(client, cluster)
+    _same_holders(client, cluster)
     return page
+
+
+def _same_holders(client: redis.Redis, cluster: str) -> None:
+    """The pods counted per namespace, and the namespaces and nodes /metrics lists as
+    holding pods, are those of every stored view."""
+    views = list(queries.all_views(client, cluster))
+    per_namespace = Counter(view["namespace"] for view in views)
+    kept = client.hgetall(store.namespaces_key(cluster))
+    assert {ns.decode(): int(n) for ns, n in kept.items()} == per_namespace
+    nodes = sorted({view["node"] for view in views if view["node"]})
+    assert metrics.holding(client, cluster) == (sorted(per_namespace), nodes)
 
 
 @pytest.fixture(scope="module")
@@ -247,3 +260,16 @@ def test_a_store_written_without_the_fleet_keys_is_counted_again(redis_client):
     _fleet_same(redis_client, cluster)
     view = next(queries.all_views(redis_client, cluster))
     assert queries.pod(redis_client, cluster, view["namespace"], view["name"], None) is not None
+
+
+def test_a_store_written_without_the_namespaces_counts_is_counted_again(redis_client):
+    """From a version before the namespaces' counts (/metrics scanned for them): the
+    successor rewrites every pod and the counts are whole."""
+    cluster = "upgraded-ns"
+    first = fold_into_redis(redis_client, cluster, TRACES / "recreated-same-name.jsonl")
+    first.snapshot()
+    redis_client.delete(store.namespaces_key(cluster))
+    successor = Folder(redis_client, cluster, FoldSettings(block_ms=1))
+    successor.restore()
+    assert len(successor.written) > 0
+    _same_holders(redis_client, cluster)
