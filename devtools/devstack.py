@@ -67,7 +67,9 @@ def free_port(host: str = "127.0.0.1", preferred: int = 0, tries: int = 1) -> in
     raise OSError(f"no free port in {preferred}..{preferred + tries - 1} on {host}")
 
 
-def _proc_stat(pid: int) -> list[str] | None:
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state, ppid, pgrp, ...);
+    None for a process that is gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -78,7 +80,7 @@ def _proc_stat(pid: int) -> list[str] | None:
 
 def start_time(pid: int) -> int | None:
     """When the process started (clock ticks since boot): with the pid, its identity."""
-    stat = _proc_stat(pid)
+    stat = proc_stat(pid)
     if stat is None or stat[0] == "Z":
         return None
     return int(stat[19])
@@ -97,7 +99,7 @@ def group_members(pgid: int, leader_started: int) -> list[int]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        stat = _proc_stat(int(entry.name))
+        stat = proc_stat(int(entry.name))
         if stat and stat[0] != "Z" and int(stat[2]) == pgid:
             members.append(int(entry.name))
     return members

@@ -3,8 +3,9 @@
 Every 20,000 events (``HANDOFF_SNAPSHOT_EVENTS``) the fold worker forks a copy of itself
 that serializes its state at nice 19 and writes it into Redis in 1 MB pieces
 (``handoff.live.snapshots``): the fork pauses the fold, the pieces queue in Redis beside
-every page's reads. ``CopyWatch`` notes when each copy ran, from /proc (a member of the
-worker's process group that was not there when the watch began), so a phase's slowest
+every page's reads. ``CopyWatch`` notes when each copy ran, from /proc (a process of the
+worker's process group, or a child of one, that was not there when the watch began: a
+copy may leave the group for a session of its own), so a phase's slowest
 pages and frames can be set against them: if the tail lives in the copies, more of it
 overlaps one than the copies' share of the phase.
 """
@@ -14,9 +15,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-from devtools.devstack import group_members, start_time
+from devtools.devstack import proc_stat, start_time
 
 COPY_TICK = 0.05  # seconds between looks at the worker's process group
 
@@ -36,7 +38,7 @@ class CopyWatch:
         self._thread = threading.Thread(target=self._watch, name="copy-watch", daemon=True)
 
     def __enter__(self) -> CopyWatch:
-        self.known = set(group_members(*self.group))  # the worker and its pool process
+        self.known = family(*self.group)  # the worker and its pool process
         self._thread.start()
         return self
 
@@ -47,7 +49,7 @@ class CopyWatch:
 
     def _watch(self) -> None:
         while not self._stop.wait(COPY_TICK):
-            self.look(set(group_members(*self.group)), time.time())
+            self.look(family(*self.group), time.time())
 
     def close(self, now: float) -> None:
         """End the spans of copies still running ``now``: the phase is over."""
@@ -62,6 +64,21 @@ class CopyWatch:
             self.running[pid] = now
         for pid in self.running.keys() - copies:
             self.spans.append((self.running.pop(pid), now))
+
+
+def family(leader: int, leader_started: int) -> set[int]:
+    """Live processes of the group ``leader`` leads, and their children wherever they
+    are (``devstack.group_members`` and one more generation)."""
+    if start_time(leader) not in (None, leader_started):
+        return set()  # the pid was recycled: not our group
+    stats = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = proc_stat(int(entry.name))
+            if stat and stat[0] != "Z":
+                stats[int(entry.name)] = (int(stat[1]), int(stat[2]))  # ppid, pgrp
+    members = {pid for pid, (_, pgrp) in stats.items() if pgrp == leader}
+    return members | {pid for pid, (ppid, _) in stats.items() if ppid in members}
 
 
 def overlapping(intervals: Iterable[Span], spans: list[Span]) -> int:

@@ -7,15 +7,19 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from devtools.bench import copies, pages
 
 
-def test_a_copy_forked_in_the_group_is_a_span_and_the_members_before_it_are_not():
+@pytest.mark.parametrize("own_session", [False, True])
+def test_a_copy_forked_in_the_group_is_a_span_and_the_members_before_it_are_not(own_session):
     script = (
         "import os, time\n"
         "time.sleep(0.3)\n"
         "pid = os.fork()\n"
         "if pid == 0:\n"
+        f"    if {own_session}: os.setsid()\n"
         "    time.sleep(0.4)\n"
         "    os._exit(0)\n"
         "os.waitpid(pid, 0)\n"
