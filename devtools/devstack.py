@@ -86,6 +86,18 @@ def start_time(pid: int) -> int | None:
     return int(stat[19])
 
 
+def live_processes() -> dict[int, tuple[int, int]]:
+    """Every live (not zombie) process: pid -> (parent pid, process group), one walk of
+    /proc."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = proc_stat(int(entry.name))
+            if stat and stat[0] != "Z":
+                found[int(entry.name)] = (int(stat[1]), int(stat[2]))
+    return found
+
+
 def group_members(pgid: int, leader_started: int) -> list[int]:
     """Live processes of the group whose leader was process `pgid` started at `leader_started`.
 
@@ -95,14 +107,7 @@ def group_members(pgid: int, leader_started: int) -> list[int]:
     leader = start_time(pgid)
     if leader is not None and leader != leader_started:
         return []
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        stat = proc_stat(int(entry.name))
-        if stat and stat[0] != "Z" and int(stat[2]) == pgid:
-            members.append(int(entry.name))
-    return members
+    return [pid for pid, (_, group) in live_processes().items() if group == pgid]
 
 
 def _signal_all(pids: list[int], signum: int) -> None:

@@ -15,10 +15,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
-from devtools.devstack import proc_stat, start_time
+from devtools.devstack import live_processes, start_time
 
 COPY_TICK = 0.05  # seconds between looks at the worker's process group
 
@@ -71,14 +70,9 @@ def family(leader: int, leader_started: int) -> set[int]:
     are (``devstack.group_members`` and one more generation)."""
     if start_time(leader) not in (None, leader_started):
         return set()  # the pid was recycled: not our group
-    stats = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            stat = proc_stat(int(entry.name))
-            if stat and stat[0] != "Z":
-                stats[int(entry.name)] = (int(stat[1]), int(stat[2]))  # ppid, pgrp
-    members = {pid for pid, (_, pgrp) in stats.items() if pgrp == leader}
-    return members | {pid for pid, (ppid, _) in stats.items() if ppid in members}
+    processes = live_processes()
+    members = {pid for pid, (_, group) in processes.items() if group == leader}
+    return members | {pid for pid, (parent, _) in processes.items() if parent in members}
 
 
 def overlapping(intervals: Iterable[Span], spans: list[Span]) -> int:

@@ -308,8 +308,7 @@ def tail_parts(
         for i, ms in enumerate(samples["ms"]):
             if samples["app"][i] is not None:
                 parts = {name: samples[name][i] or 0.0 for name in SERVER_PARTS}
-                at = samples["at"][i] if "at" in samples else 0.0
-                rows.append((ms, {**parts, "outside": ms - parts["app"]}, at))
+                rows.append((ms, {**parts, "outside": ms - parts["app"]}, samples["at"][i]))
     rows.sort(key=lambda row: row[0])
     slowest = rows[int(len(rows) * (1 - share)) :]
     if not slowest:

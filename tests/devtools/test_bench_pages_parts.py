@@ -20,9 +20,10 @@ def test_server_timing_reads_every_named_duration():
 
 def _samples(rows: list[tuple[float, float | None, float]]) -> dict:
     """(client ms, app ms or None when the answer had no header, gc ms) per sample."""
-    samples: dict = {"ms": [], "errors": 0, **{name: [] for name in pages.SERVER_PARTS}}
+    samples: dict = {"ms": [], "at": [], "errors": 0, **{n: [] for n in pages.SERVER_PARTS}}
     for ms, app, gc in rows:
         samples["ms"].append(ms)
+        samples["at"].append(0.0)
         for name in pages.SERVER_PARTS:
             samples[name].append(None if app is None else 0.0)
         if app is not None:
