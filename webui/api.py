@@ -26,7 +26,7 @@ from handoff.live import paging, queries
 from handoff.live.paging import Cursor, PodFilter, QueryError
 from handoff.live.queries import ClusterConfig
 from webui import clusterdata
-from webui.jsonbody import Encoded, response
+from webui.jsonbody import Encoded, accepts_gzip, response
 
 DEFAULT_LIMIT = 100
 
@@ -56,7 +56,8 @@ def api(view: Callable[..., dict[str, Any] | Encoded]) -> Callable[..., HttpResp
         if refused:
             return response({"error": refused}, status=401)
         try:
-            return response(view(request, *args, **kwargs))
+            gzip_ok = accepts_gzip(request.headers.get("Accept-Encoding", ""))
+            return response(view(request, *args, **kwargs), gzip_ok=gzip_ok)
         except (QueryError, BadRequest) as exc:
             return response({"error": str(exc)}, status=400)
         except (NotFound, Http404) as exc:

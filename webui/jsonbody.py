@@ -1,15 +1,21 @@
 """JSON answers encoded with orjson: the fleet's 10,000-pod swimlane took the standard
 library's encoder about ten times as long as orjson (docs/benchmarks.md, pages), on the one
-thread a web process runs its views on."""
+thread a web process runs its views on.
+
+A shared answer is kept gzip-packed (``handoff.live.pages.stored.packed``) and sent so to a
+client that accepts gzip (every browser, curl --compressed, requests); to any other it
+is unpacked first, so every client reads the same JSON."""
 
 from __future__ import annotations
 
+import gzip
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse
+from django.utils.cache import patch_vary_headers
 
 OPTIONS = orjson.OPT_NON_STR_KEYS
 _django = DjangoJSONEncoder()
@@ -17,9 +23,10 @@ _django = DjangoJSONEncoder()
 
 @dataclass(frozen=True)
 class Encoded:
-    """An answer already encoded (a shared one): sent as it is."""
+    """An answer already encoded (a shared one): sent as it is, or ``gzipped``."""
 
     body: bytes
+    gzipped: bool = False
 
 
 def encode(body: Any) -> bytes:
@@ -28,6 +35,49 @@ def encode(body: Any) -> bytes:
     return orjson.dumps(body, default=_django.default, option=OPTIONS)
 
 
-def response(body: dict[str, Any] | Encoded, status: int = 200) -> HttpResponse:
+def response(
+    body: dict[str, Any] | Encoded, status: int = 200, gzip_ok: bool = False
+) -> HttpResponse:
+    """``body`` as a JSON response; a gzipped one as it is when ``gzip_ok`` (the client
+    accepts gzip), else unpacked."""
+    if isinstance(body, Encoded) and body.gzipped:
+        answer = HttpResponse(
+            body.body if gzip_ok else gzip.decompress(body.body),
+            status=status,
+            content_type="application/json",
+        )
+        if gzip_ok:
+            answer.headers["Content-Encoding"] = "gzip"
+        patch_vary_headers(answer, ("Accept-Encoding",))
+        return answer
     raw = body.body if isinstance(body, Encoded) else encode(body)
     return HttpResponse(raw, status=status, content_type="application/json")
+
+
+def accepts_gzip(header: str) -> bool:
+    """Whether an ``Accept-Encoding`` value lets the answer be gzip (RFC 9110 12.5.3):
+    gzip (or x-gzip) named with a weight above 0, else ``*`` with one. A weight that does
+    not parse counts as 0: the plain answer is always correct."""
+    named: float | None = None
+    anything: float | None = None
+    for part in header.split(","):
+        coding, _, params = part.partition(";")
+        coding = coding.strip().lower()
+        if coding in ("gzip", "x-gzip"):
+            named = max(named or 0.0, _weight(params))
+        elif coding == "*":
+            anything = _weight(params)
+    chosen = named if named is not None else anything
+    return bool(chosen)
+
+
+def _weight(params: str) -> float:
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                weight = float(value.strip())
+            except ValueError:
+                return 0.0
+            return weight if 0.0 <= weight <= 1.0 else 0.0
+    return 1.0

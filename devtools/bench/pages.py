@@ -119,10 +119,13 @@ async def _client(
         paths = rng.choice(requests[page])
         began, started = time.time(), time.perf_counter()
         server: dict[str, float] = {}
+        wire = 0
         try:
             for path in paths:
                 async with session.get(site + path) as answer:
-                    await answer.read()
+                    body = await answer.read()
+                    # As sent (gzip when the page's answer is kept so), else as read.
+                    wire += answer.content_length or len(body)
                     if answer.status != 200:
                         raise RuntimeError(f"HTTP {answer.status} for {path}")
                     for name, ms in server_timing(answer.headers.get("Server-Timing")).items():
@@ -133,6 +136,7 @@ async def _client(
         else:
             out[page]["ms"].append((time.perf_counter() - started) * 1000)
             out[page]["at"].append(began)
+            out[page]["bytes"].append(wire)
             for name in SERVER_PARTS:
                 out[page][name].append(server.get(name))
         if think:
@@ -146,7 +150,7 @@ async def _load(
     import aiohttp
 
     out: dict[str, dict[str, Any]] = {
-        page: {"ms": [], "at": [], "errors": 0, **{name: [] for name in SERVER_PARTS}}
+        page: {"ms": [], "at": [], "bytes": [], "errors": 0, **{name: [] for name in SERVER_PARTS}}
         for page in PAGES
     }
     headers = {"Cookie": f"sessionid={cookie}", "Accept": "text/html,application/json"}
@@ -266,6 +270,8 @@ def summarise(samples: dict[str, Any]) -> dict[str, Any]:
         "errors": samples["errors"],
         "n": len(ms),
     }
+    if samples.get("bytes"):
+        summary["kb_p50"] = round(statistics.median(samples["bytes"]) / 1024, 1)
     if samples.get("last_error"):
         summary["last_error"] = samples["last_error"]
     return summary
@@ -751,7 +757,7 @@ def _page_figures(
                 if judged is not None
                 else "reported, not judged (saturation)",
                 met=met,
-                note=f"p50 {row['p50_ms']} ms over {row['n']} loads, {row['errors']} errors; "
-                f"{note}",
+                note=f"p50 {row['p50_ms']} ms over {row['n']} loads, {row['errors']} errors, "
+                f"{row.get('kb_p50')} KB sent per load (median); {note}",
             )
         )

@@ -70,7 +70,10 @@ _memo_lock = threading.Lock()
 
 
 def answer_key(cluster: str, kind: str) -> str:
-    return store.k(cluster, "answer", kind)
+    """Where ``kind``'s answer is kept. "gz": the web keeps them gzip-packed
+    (``pages.stored.packed``); processes of an earlier version kept plain JSON under
+    ``answer:<kind>`` and so never read these, nor these processes theirs."""
+    return store.k(cluster, "answer", "gz", kind)
 
 
 def wanted_field(cluster: str, kind: str) -> str:

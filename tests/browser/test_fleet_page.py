@@ -22,7 +22,11 @@ def test_it_draws_distributions_heatmaps_and_10000_swimlanes(
     page, demo_site: str, redis_client: redis.Redis, tmp_path, screenshot
 ) -> None:
     fold_into_redis(redis_client, "fleet-many", many_pods_trace(tmp_path / "many.jsonl", 10_000))
-    open_fleet(page, demo_site, "fleet-many")
+    with page.expect_response(lambda r: r.url.endswith("/api/clusters/fleet-many/fleet")) as sent:
+        open_fleet(page, demo_site, "fleet-many")
+    # The 10,000-pod answer travels gzip-packed, as kept; the browser unpacks it.
+    assert sent.value.headers["content-encoding"] == "gzip"
+    assert int(sent.value.headers["content-length"]) < len(sent.value.body()) / 2
     assert page.get_attribute("#fleet-root", "data-loaded") == "10000"
     page.wait_for_selector('#fleet-swimlane[data-lanes="10000"]', timeout=60_000)
     assert page.locator("#fleet-swimlane canvas").count() >= 1  # WebGL, not 10k SVG paths

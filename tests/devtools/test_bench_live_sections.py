@@ -82,6 +82,7 @@ def test_the_pages_section_loads_every_page_while_ingest_runs(services):
         assert row["errors"] == 0, (page, row)
         assert row["n"] > 0, page
         assert 0 < row["p50_ms"] <= row["p99_ms"]
+        assert row["kb_p50"] > 0, page  # what went over the wire per load
         assert result["people"][page]["errors"] == 0, (page, result["people"][page])
     # People read before the next page: fewer pages per second than the closed loop.
     assert 0 < result["people"]["pages_per_s"] < result["pages_per_s"]

@@ -4,6 +4,7 @@ per SHARED_TTL) and not otherwise; the web sends its bytes, or builds when it is
 
 from __future__ import annotations
 
+import gzip
 import threading
 import time
 
@@ -32,8 +33,9 @@ def want(client: redis.Redis, cluster: str, *kinds: str) -> None:
 
 
 def sent(client: redis.Redis, cluster: str, kind: str) -> bytes | None:
+    """The answer's JSON as kept (gzip-packed, after its header)."""
     raw = client.get(answers.answer_key(cluster, kind))
-    return None if raw is None else raw[answers._HEADER.size :]
+    return None if raw is None else gzip.decompress(raw[answers._HEADER.size :])
 
 
 def web_built(client: redis.Redis, cluster: str, kind: str) -> bytes:

@@ -99,9 +99,8 @@ def _shared(source: LiveSource, kind: str) -> Encoded:
     """From what the fold keeps (no pass over the cluster's pods), shared by every viewer:
     built by the answer builder, or here when none runs (``live/answers.py``)."""
     client, cluster = source.client, source.cluster
-    return Encoded(
-        answers.shared(client, cluster, kind, lambda: stored.encoded(client, cluster, kind))
-    )
+    packed = answers.shared(client, cluster, kind, lambda: stored.packed(client, cluster, kind))
+    return Encoded(packed, gzipped=True)
 
 
 @api

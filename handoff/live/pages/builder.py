@@ -80,7 +80,7 @@ class AnswerBuilder:
         return sorted(out)
 
     def _build(self, cluster: str, kind: str, key: str) -> int:
-        answers.build(self.client, cluster, key, lambda: stored.encoded(self.client, cluster, kind))
+        answers.build(self.client, cluster, key, lambda: stored.packed(self.client, cluster, kind))
         self._beat()
         return 1
 

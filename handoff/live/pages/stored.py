@@ -1,9 +1,15 @@
 """A live cluster's fleet and nodes answers, encoded, from what the fold keeps in its
 store: what every web process sends (``answers.shared``), built by the answer builder
-(``builder``) or, with none running, by a web process itself."""
+(``builder``) or, with none running, by a web process itself.
+
+They are kept and sent gzip-compressed (``packed``): at 5,000 nodes the nodes answer is
+881 KB of JSON and 53 KB packed, the fleet's 10,000-pod swimlane 2.0 MB and 0.79 MB, for
+4 ms and 25 ms once per build instead of per viewer (docs/benchmarks.md). Level 1: level
+6 packs the fleet 10 % smaller for five times the CPU."""
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
 import orjson
@@ -18,6 +24,7 @@ NODES = "nodes"
 FLEET = "fleet"
 # As the web encodes every JSON answer (webui/jsonbody.py), for types JSON knows.
 OPTIONS = orjson.OPT_NON_STR_KEYS
+PACK_LEVEL = 1
 
 
 def fleet_kind(lanes: int) -> str:
@@ -57,3 +64,9 @@ def encoded(client: redis.Redis, cluster: str, kind: str) -> bytes:
     if name == FLEET and lanes.isdigit():
         return orjson.dumps(fleet(client, cluster, int(lanes)), option=OPTIONS)
     raise ValueError(f"no shared answer {kind!r}")
+
+
+def packed(client: redis.Redis, cluster: str, kind: str) -> bytes:
+    """``encoded``, gzip-compressed as it is kept and sent (no timestamp in the header:
+    the same answer packs to the same bytes)."""
+    return gzip.compress(encoded(client, cluster, kind), compresslevel=PACK_LEVEL, mtime=0)

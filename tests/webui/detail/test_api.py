@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import orjson
@@ -12,6 +13,7 @@ from django.contrib.auth.models import User
 from handoff.core import viewcodec
 from handoff.live import store
 from tests.webui.detail.tracedata import HOSTILE, TRACES, fold_into_redis, hostile_trace
+from webui.jsonbody import accepts_gzip
 
 pytestmark = pytest.mark.django_db
 
@@ -106,6 +108,53 @@ def test_it_aggregates_the_fleet(signed_in, redis_client: redis.Redis):
     assert sum(body["heatmap"]["counts"][row]) == 1
     assert len(body["swimlane"]["lanes"]) == 2
     assert body["swimlane"]["bars"]["running"]
+
+
+@pytest.mark.parametrize("path", ["fleet", "nodes"])
+def test_the_shared_answers_go_gzipped_to_clients_that_accept_it_and_plain_to_others(
+    signed_in, redis_client: redis.Redis, path: str
+):
+    cluster = f"c-gzips-the-{path}"
+    fold_into_redis(redis_client, cluster, TRACES / "stuck-node-missing.jsonl")
+    url = f"/api/clusters/{cluster}/{path}"
+    plain = signed_in.get(url)
+    assert "Content-Encoding" not in plain.headers
+    assert "Accept-Encoding" in plain["Vary"]
+    packed = signed_in.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate, br, zstd")
+    assert packed["Content-Encoding"] == "gzip"
+    assert "Accept-Encoding" in packed["Vary"]
+    assert int(packed["Content-Length"]) == len(packed.content)
+    assert gzip.decompress(packed.content) == plain.content
+    body = orjson.loads(plain.content)
+    assert body["pods"] == 2 if path == "fleet" else "worker-2" in str(body["nodes"])
+    refused = signed_in.get(url, HTTP_ACCEPT_ENCODING="gzip;q=0, *;q=1")
+    assert "Content-Encoding" not in refused.headers
+    assert refused.content == plain.content
+
+
+@pytest.mark.parametrize(
+    ("header", "gzip_ok"),
+    [
+        ("gzip", True),
+        ("GZIP", True),
+        ("deflate, gzip;q=0.5", True),
+        ("x-gzip", True),
+        ("*", True),
+        ("br, *;q=0.1", True),
+        ("", False),
+        ("identity", False),
+        ("deflate, br", False),
+        ("gzip;q=0", False),
+        ("gzip;q=0.000", False),
+        ("gzip;q=0, *", False),
+        ("*;q=0", False),
+        ("gzip;q=abc", False),
+        ("gzip;q=2", False),
+        ("gzipped", False),
+    ],
+)
+def test_accept_encoding_is_read_as_rfc_9110_says(header: str, gzip_ok: bool):
+    assert accepts_gzip(header) is gzip_ok
 
 
 def test_it_refuses_bad_times_and_unknown_traces(signed_in, settings, tmp_path: Path):
