@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from handoff.core import viewcodec
 from handoff.live import store
 from tests.webui.detail.tracedata import HOSTILE, TRACES, fold_into_redis, hostile_trace
-from webui.jsonbody import accepts_gzip
+from webui.jsonbody import PACK_FROM, accepts_gzip
 
 pytestmark = pytest.mark.django_db
 
@@ -130,6 +130,31 @@ def test_the_shared_answers_go_gzipped_to_clients_that_accept_it_and_plain_to_ot
     refused = signed_in.get(url, HTTP_ACCEPT_ENCODING="gzip;q=0, *;q=1")
     assert "Content-Encoding" not in refused.headers
     assert refused.content == plain.content
+
+
+def test_every_other_answer_larger_than_a_segment_is_packed_for_clients_that_accept_gzip(
+    signed_in, redis_client: redis.Redis
+):
+    cluster = "c-packs-every-answer"
+    fold_into_redis(redis_client, cluster, TRACES / "stuck-node-missing.jsonl")
+    url = f"/api/clusters/{cluster}/pods"
+    plain = signed_in.get(url)
+    assert len(plain.content) > PACK_FROM
+    assert "Content-Encoding" not in plain.headers
+    packed = signed_in.get(url, HTTP_ACCEPT_ENCODING="gzip")
+    assert packed["Content-Encoding"] == "gzip"
+    assert "Accept-Encoding" in packed["Vary"]
+    assert len(packed.content) < len(plain.content)
+    body = orjson.loads(gzip.decompress(packed.content))
+    assert body["pods"] == orjson.loads(plain.content)["pods"]
+    assert body["total"] == 2
+    # Small answers (here an error) go plain: packing them would save no round trip.
+    missing = signed_in.get(
+        f"/api/clusters/{cluster}/pods/default/nobody", HTTP_ACCEPT_ENCODING="gzip"
+    )
+    assert missing.status_code == 404
+    assert "Content-Encoding" not in missing.headers
+    assert missing.json()["error"]
 
 
 @pytest.mark.parametrize(
