@@ -1,11 +1,14 @@
-"""A Handoff server's JSON API (docs/api.md), read with ``Authorization: Bearer <token>``."""
+"""A Handoff server's JSON API (docs/api.md), read with ``Authorization: Bearer <token>``,
+gzip-packed: a page of 500 pods is about a megabyte of JSON and a tenth of that packed."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
+import zlib
 from typing import Any
 
 from handoff.kubectl.errors import PluginError
@@ -27,18 +30,26 @@ class HandoffServer:
     def get(self, path: str, **query: str) -> dict[str, Any]:
         """GET a JSON endpoint; every failure becomes a one-line PluginError."""
         address = self.url + path + ("?" + urllib.parse.urlencode(query) if query else "")
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", "Accept-Encoding": "gzip"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         request = urllib.request.Request(address, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
                 body = answer.read()
+                packed = answer.headers.get("Content-Encoding", "").strip().lower() == "gzip"
         except urllib.error.HTTPError as exc:
             raise PluginError(self._refusal(exc)) from exc
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise PluginError(f"cannot reach Handoff at {self.url}: {reason}") from exc
+        if packed:
+            try:
+                body = gzip.decompress(body)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise PluginError(
+                    f"{self.url}{path} sent a broken gzip body ({exc}): try again"
+                ) from exc
         try:
             return json.loads(body)
         except ValueError as exc:

@@ -4,6 +4,7 @@ timeline, verdict, reason and remedy, and every error one line with exit status 
 
 from __future__ import annotations
 
+import gzip
 import http.server
 import json
 import threading
@@ -14,6 +15,8 @@ import pytest
 
 from devtools.devstack import free_port
 from handoff.core import verdicts as v
+from handoff.kubectl.errors import PluginError
+from handoff.kubectl.remote import HandoffServer
 from tests.conftest import start_daphne, stop
 
 from .kubectl import BIN, kubectl, one_line_error
@@ -125,13 +128,52 @@ class _NotHandoff(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def not_handoff() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotHandoff)
+class _Packs(http.server.BaseHTTPRequestHandler):
+    """Answers gzip-packed JSON to a client that asks for gzip, a broken gzip body under
+    /broken/, and notes what each client said it accepts."""
+
+    accepted: list[str] = []
+
+    def do_GET(self) -> None:
+        self.accepted.append(self.headers.get("Accept-Encoding", ""))
+        body = gzip.compress(json.dumps({"clusters": [{"name": "packed"}]}).encode())
+        if self.path.startswith("/broken/"):
+            body = body[: len(body) // 2]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _serve(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def not_handoff() -> Iterator[str]:
+    yield from _serve(_NotHandoff)
+
+
+@pytest.fixture
+def packs() -> Iterator[str]:
+    _Packs.accepted = []
+    yield from _serve(_Packs)
+
+
+def test_the_plugin_asks_for_gzip_and_unpacks_it(packs) -> None:
+    assert HandoffServer(packs, TOKEN).cluster(None, None) == "packed"
+    assert _Packs.accepted == ["gzip"]
+    with pytest.raises(PluginError, match="sent a broken gzip body"):
+        HandoffServer(packs + "/broken", TOKEN).get("/api/clusters")
 
 
 def test_every_error_is_one_line_and_exit_status_1(server, site, not_handoff, tmp_path) -> None:
