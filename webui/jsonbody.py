@@ -5,10 +5,11 @@ thread a web process runs its views on.
 Every answer goes gzip-packed to a client that accepts gzip (every browser, curl
 --compressed, requests), plain to any other, so every client reads the same JSON. A
 shared answer is kept packed (``handoff.live.pages.stored.packed``); another is packed
-here at level 1 when it is larger than PACK_FROM: a board page of 100 pod views is about
-200 KB of JSON, tens of KB packed, for about a millisecond. Answers hold cluster data and
-no secret (views are scrubbed, no CSRF token), so packing them tells an eavesdropper
-nothing BREACH could use; HTML pages, which carry the CSRF token, are not packed."""
+here at the same level when it is larger than PACK_FROM: a board page of 100 pod views is
+about 200 KB of JSON, tens of KB packed, for about a millisecond; a replay's fleet answer
+(2 MB, not shared) for about 25 ms, as the live one's. Answers hold cluster data and no
+secret (views are scrubbed, no CSRF token), so packing them tells an eavesdropper nothing
+BREACH could use; HTML pages, which carry the CSRF token, are not packed."""
 
 from __future__ import annotations
 
@@ -21,10 +22,11 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse
 from django.utils.cache import patch_vary_headers
 
+from handoff.live.pages import stored
+
 OPTIONS = orjson.OPT_NON_STR_KEYS
 _django = DjangoJSONEncoder()
 PACK_FROM = 1400  # bytes: below one TCP segment packing saves no round trip
-PACK_LEVEL = 1
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ def response(
         raw = body.body if isinstance(body, Encoded) else encode(body)
         if not gzip_ok or len(raw) <= PACK_FROM:
             return _answer(raw, status, packed=False)
-        packed = gzip.compress(raw, compresslevel=PACK_LEVEL, mtime=0)
+        packed = gzip.compress(raw, compresslevel=stored.PACK_LEVEL, mtime=0)
     return _answer(packed, status, packed=True)
 
 
