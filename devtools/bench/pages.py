@@ -376,7 +376,10 @@ def ws_tail(
     the pod: ``layer`` (fed → group message: the stream, the fold's read, its coalescing
     window and flush, the publisher, channels-redis) and ``daphne`` (group message →
     websocket frame: Daphne's consumer and its socket, the subscriber). ``subscriber_lag``
-    is how late the subscribers' own event loop was in the 100 ms before each frame."""
+    is how late the subscribers' own event loop was in the 100 ms before each frame. The
+    member and the subscribers share that loop, which stamps what is ready in one turn in
+    its own order: the split holds to a LAG_TICK plus that lag, and a Daphne leg of a few
+    ms can come out just below 0."""
     layer = [relayed[name] - sent[name] for _, name, _ in slowest if name in relayed]
     daphne = [at - relayed[name] for _, name, at in slowest if name in relayed]
     stamps = [t for t, _ in lags]
