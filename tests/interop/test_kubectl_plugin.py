@@ -129,8 +129,8 @@ class _NotHandoff(http.server.BaseHTTPRequestHandler):
 
 
 class _Packs(http.server.BaseHTTPRequestHandler):
-    """Answers gzip-packed JSON to a client that asks for gzip, a broken gzip body under
-    /broken/, and notes what each client said it accepts."""
+    """Answers gzip-packed JSON whatever the client asked (a broken gzip body under
+    /broken/), and notes what each client said it accepts."""
 
     accepted: list[str] = []
 
