@@ -38,7 +38,7 @@ from devtools.bench.latency import (
     LATENCY_CLUSTER,
     Feeder,
     _Arrivals,
-    _group_member,
+    _listener,
     _websocket_client,
     caught_up,
     fold_lag,
@@ -211,7 +211,6 @@ def _http_clients(
 
 async def _subscribers(url: str, address: str, cookie: str, count: int, ready: Any, stop: Any):
     seen = [_Arrivals(url) for _ in range(count)]
-    relay = _Arrivals(url)  # a member of the group itself: what reached the layer, when
     readies = [asyncio.Event() for _ in range(count)]
 
     class Flag:  # _websocket_client's ready/stop are process events; adapt them
@@ -225,15 +224,13 @@ async def _subscribers(url: str, address: str, cookie: str, count: int, ready: A
         asyncio.ensure_future(_websocket_client(address, cookie, s, Flag(r), stop))
         for s, r in zip(seen, readies, strict=True)
     ]
-    relayed = asyncio.Event()
-    tasks.append(asyncio.ensure_future(_group_member(url, relay, Flag(relayed), stop)))
-    await asyncio.wait_for(asyncio.gather(relayed.wait(), *(r.wait() for r in readies)), 60)
+    await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 60)
     ready.set()
     lags: list[tuple[float, float]] = []
     watching = asyncio.ensure_future(stamped_loop_lag(lags))
     await asyncio.gather(*tasks)
     watching.cancel()
-    return {"seen": [s.seen for s in seen], "relayed": relay.seen, "lags": lags}
+    return {"seen": [s.seen for s in seen], "lags": lags}
 
 
 async def stamped_loop_lag(lags: list[tuple[float, float]]) -> None:
@@ -377,9 +374,9 @@ def ws_tail(
     window and flush, the publisher, channels-redis) and ``daphne`` (group message →
     websocket frame: Daphne's consumer and its socket, the subscriber). ``subscriber_lag``
     is how late the subscribers' own event loop was in the 100 ms before each frame. The
-    member and the subscribers share that loop, which stamps what is ready in one turn in
-    its own order: the split holds to a LAG_TICK plus that lag, and a Daphne leg of a few
-    ms can come out just below 0."""
+    member runs in a process of its own: sharing the subscribers' loop, it was stamped in
+    that loop's order with the frames ready in the same turn, and a Daphne leg of a few
+    ms came out below 0."""
     layer = [relayed[name] - sent[name] for _, name, _ in slowest if name in relayed]
     daphne = [at - relayed[name] for _, name, at in slowest if name in relayed]
     stamps = [t for t, _ in lags]
@@ -441,8 +438,18 @@ def run_pages(
         args=(url, address, cookie, subscribers, ready, stop, str(work / "pages-ws.json")),
     )
     subs.start()
+    # A plain member of the group, in a process of its own as the latency bench's: what
+    # reached the layer, when, stamped by no loop the subscribers' frames wait in.
+    relay_ready = context.Event()
+    relay = context.Process(
+        target=_listener,
+        args=("group", url, address, cookie, relay_ready, stop, str(work / "pages-relay.json")),
+    )
+    relay.start()
     if not ready.wait(90):
         raise RuntimeError("the websocket subscribers did not connect")
+    if not relay_ready.wait(90):
+        raise RuntimeError("the group member did not join the cluster's group")
     fed = context.Event()
     feed = context.Process(
         target=_feed,
@@ -459,10 +466,12 @@ def run_pages(
     time.sleep(1.0)  # the last fed pods through Daphne
     stop.set()
     subs.join(timeout=60)
+    relay.join(timeout=60)
     if feed.exitcode != 0:
         raise RuntimeError(f"the feeder failed; see {work}")
     sent = orjson.loads((work / "pages-sent.json").read_bytes())
     arrivals = orjson.loads((work / "pages-ws.json").read_bytes())
+    relayed = orjson.loads((work / "pages-relay.json").read_bytes())["group"]
     client.close()
     for phase, warmup in ((closed, 1.0), (people, 0.0)):
         began, ended = phase.pop("window")
@@ -470,7 +479,7 @@ def run_pages(
         start = min(sent.values(), default=began)
         measured = ws_latency(
             sent, arrivals["seen"], warmup=max(warmup, began - start), until=ended,
-            relayed=arrivals["relayed"], lags=arrivals["lags"], copies=phase.pop("copy_spans"),
+            relayed=relayed, lags=arrivals["lags"], copies=phase.pop("copy_spans"),
         )  # fmt: skip
         phase["ws"] = {**measured, "subscribers": subscribers}
     # The closed loop keeps the keys it always had (pages.<page>, ws, ingest_events_per_s).

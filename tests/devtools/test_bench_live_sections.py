@@ -111,12 +111,7 @@ def test_the_pages_section_loads_every_page_while_ingest_runs(services):
         tail = phase["ws"]["tail"]  # the slowest frames, split where the group got them
         assert tail["n"] > 0
         assert tail["layer_p50_ms"] > 0, tail
-        # Both ends of the Daphne leg are stamped by the subscribers' one event loop: a frame
-        # and the group member's copy ready in the same turn are stamped in the loop's
-        # order, so the leg is known to a tick plus that loop's lag and can come out just
-        # below 0 when Daphne takes a few ms (here, at 100 pods a second; CI saw -3.5 ms).
-        resolution = 1000 * pages.LAG_TICK + tail["subscriber_lag_p50_ms"]
-        assert tail["daphne_p50_ms"] > -resolution, tail
+        assert tail["daphne_p50_ms"] > 0, tail
         assert phase["ingest_events_per_s"] > 50
         assert phase["fed_events_per_s"] > 50  # the feeder ran through the phase
     assert result["store_pods"] == len(
