@@ -14,11 +14,6 @@ for the next page the moment the last one arrived: 50 requests always in flight,
 saturation test, its p99 is mostly queueing) and 50 people (each reads a page for a random
 1 to 5 s before the next one, as Locust's ``between(1, 5)``). The ≤ 300 ms target is judged on
 the people: that is what "50 users at once" describes (docs/benchmarks.md).
-
-The clients ask for gzip, as browsers do, and unpack each answer inside its sample's time,
-in a thread (zlib lets go of the GIL), as a browser unpacks off its page's thread: fifty
-people have fifty browsers, and one client's unpacking of the 0.8 MB fleet answer in the
-event loop the fifty share would hold up every other client's clock.
 """
 
 from __future__ import annotations
@@ -26,13 +21,11 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-import gzip
 import multiprocessing
 import os
 import random
 import statistics
 import time
-import zlib
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -131,10 +124,10 @@ async def _client(
             for path in paths:
                 async with session.get(site + path) as answer:
                     body = await answer.read()
-                    wire += answer.content_length or len(body)  # as sent
+                    # As sent (gzip when the page's answer is kept so), else as read.
+                    wire += answer.content_length or len(body)
                     if answer.status != 200:
                         raise RuntimeError(f"HTTP {answer.status} for {path}")
-                    await unpacked(answer.headers.get("Content-Encoding", ""), body)
                     for name, ms in server_timing(answer.headers.get("Server-Timing")).items():
                         server[name] = server.get(name, 0.0) + ms
         except (aiohttp.ClientError, RuntimeError, TimeoutError) as error:
@@ -150,17 +143,6 @@ async def _client(
             await asyncio.sleep(rng.uniform(*think))
 
 
-async def unpacked(encoding: str, body: bytes) -> bytes:
-    """``body`` as the page reads it: a gzip answer unpacked in a thread (RuntimeError if it
-    does not unpack), anything else as it came."""
-    if encoding.strip().lower() != "gzip":
-        return body
-    try:
-        return await asyncio.to_thread(gzip.decompress, body)
-    except (OSError, EOFError, zlib.error) as error:
-        raise RuntimeError(f"a broken gzip body: {error}") from error
-
-
 async def _load(
     site: str, cookie: str, requests: dict[str, list[list[str]]], clients: int, seconds: float,
     think: tuple[float, float] | None,
@@ -171,15 +153,11 @@ async def _load(
         page: {"ms": [], "at": [], "bytes": [], "errors": 0, **{name: [] for name in SERVER_PARTS}}
         for page in PAGES
     }
-    headers = {
-        "Cookie": f"sessionid={cookie}",
-        "Accept": "text/html,application/json",
-        "Accept-Encoding": "gzip",  # what unpacked() reads; a browser asks for more
-    }
+    headers = {"Cookie": f"sessionid={cookie}", "Accept": "text/html,application/json"}
     timeout = aiohttp.ClientTimeout(total=30)
     connector = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(
-        headers=headers, timeout=timeout, connector=connector, auto_decompress=False
+        headers=headers, timeout=timeout, connector=connector
     ) as session:
         until = time.monotonic() + seconds
         lags: list[float] = []

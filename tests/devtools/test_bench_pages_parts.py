@@ -1,16 +1,10 @@
 """The pages bench's breakdown of a page's time (devtools/bench/pages.py): the web's
 Server-Timing header read, summed per page and summarised, on made-up samples; the
-report's judging; the wait for the fold between the two client models; the clients'
-unpacking."""
+report's judging; the wait for the fold between the two client models."""
 
 from __future__ import annotations
 
-import asyncio
-import gzip
-import threading
 import time
-
-import pytest
 
 from devtools.bench import pages
 
@@ -22,31 +16,6 @@ def test_server_timing_reads_every_named_duration():
     }  # fmt: skip
     assert pages.server_timing('cache;desc="hit", app;dur=oops, db;dur=2') == {"db": 2.0}
     assert pages.server_timing(None) == {}
-
-
-def test_a_gzip_answer_is_unpacked_off_the_clients_shared_event_loop(monkeypatch):
-    json = b'{"pods": [' + b",".join(b'{"uid": "%d"}' % n for n in range(5000)) + b"]}"
-    unpacking: list[str] = []
-    real = gzip.decompress
-
-    def decompress(data: bytes) -> bytes:
-        unpacking.append(threading.current_thread().name)
-        return real(data)
-
-    monkeypatch.setattr(gzip, "decompress", decompress)
-    packed = gzip.compress(json)
-    assert asyncio.run(pages.unpacked("gzip", packed)) == json
-    assert asyncio.run(pages.unpacked(" GZIP ", packed)) == json
-    assert len(unpacking) == 2
-    assert threading.main_thread().name not in unpacking
-    assert asyncio.run(pages.unpacked("", json)) == json  # plain: as it came, not unpacked
-    assert len(unpacking) == 2
-
-
-@pytest.mark.parametrize("broken", [b"not gzip at all", gzip.compress(b"{}" * 4000)[:-9]])
-def test_a_gzip_answer_that_does_not_unpack_is_a_page_error(broken):
-    with pytest.raises(RuntimeError, match="broken gzip body"):
-        asyncio.run(pages.unpacked("gzip", broken))
 
 
 def _samples(rows: list[tuple[float, float | None, float]]) -> dict:
