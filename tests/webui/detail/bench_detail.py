@@ -10,7 +10,9 @@ with checkpoints, then at --replay-times random times: the seek, the board's two
 requests (summary and first page) now and as they were before one judging pass served
 both (alternated), a pod page, and the fleet and nodes answers now (``replayed``) and as
 they were before, a row per pod (alternated); p50 and p99 of each, wall and CPU time (on
-a shared machine the CPU time is the steadier figure).
+a shared machine the CPU time is the steadier figure). The replay's requests end as the
+views' do for a browser: the answer encoded and gzip-packed (``webui.jsonbody.response``
+with ``gzip_ok``), since a replay's answers are not shared and are packed per request.
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ from tests.conftest import start_redis, stop  # noqa: E402
 from tests.webui.detail.tracedata import fold_into_redis, many_pods_trace  # noqa: E402
 from webui.detail import replayed  # noqa: E402
 from webui.detail.sources import LiveSource, PodFilters, ReplaySource  # noqa: E402
+from webui.jsonbody import Encoded, response  # noqa: E402
+
+
+def sent(body: dict | Encoded) -> bytes:
+    """The bytes a browser gets for an answer (it accepts gzip)."""
+    return response(body, gzip_ok=True).content
 
 
 def median_ms(step: Callable[[], object], rounds: int = 5) -> float:
@@ -95,26 +103,26 @@ def board_before(state: ReplayState, at: float) -> None:
 def board_now(state: ReplayState, at: float) -> None:
     """The board's two requests at one time: /summary, then /pods (its first page)."""
     with ReplaySource(state, at, 60.0) as source:
-        source.summary()
+        sent(source.summary())
     with ReplaySource(state, at, 60.0) as source:
-        source.pods(PodFilters(), 0, 100)
+        sent(source.pods(PodFilters(), 0, 100))
 
 
 def pod_page(state: ReplayState, at: float, rng: random.Random) -> None:
     with ReplaySource(state, at, 60.0) as source:
-        source.pod(f"team-{rng.randrange(7)}", f"load-{rng.randrange(1000):05d}", None)
+        sent(source.pod(f"team-{rng.randrange(7)}", f"load-{rng.randrange(1000):05d}", None) or {})
 
 
 def fleet_page(state: ReplayState, at: float) -> None:
     """What the replay fleet endpoint computes (``api_replay_fleet``)."""
     with ReplaySource(state, at, 60.0) as source:
-        replayed.fleet_json(source, SWIMLANE_LIMIT)
+        sent(Encoded(replayed.fleet_json(source, SWIMLANE_LIMIT)))
 
 
 def nodes_page(state: ReplayState, at: float) -> None:
     """What the replay nodes endpoint computes (``api_replay_nodes``)."""
     with ReplaySource(state, at, 60.0) as source:
-        orjson.dumps(replayed.nodes_at(source))
+        sent(replayed.nodes_at(source))
 
 
 def fleet_before(state: ReplayState, at: float) -> None:
