@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import redis
 
+from handoff.live.pages.fleet import swimlane_bars
 from tests.webui.detail.tracedata import (
     HOSTILE,
     TRACES,
@@ -47,10 +48,24 @@ def test_it_draws_distributions_heatmaps_and_10000_swimlanes(
 
 def test_it_marks_failures_per_node(page, demo_site: str, redis_client: redis.Redis) -> None:
     fold_into_redis(redis_client, "fleet-missing", TRACES / "stuck-node-missing.jsonl")
-    open_fleet(page, demo_site, "fleet-missing")
+    with page.expect_response(
+        lambda r: r.url.endswith("/api/clusters/fleet-missing/fleet")
+    ) as sent:
+        open_fleet(page, demo_site, "fleet-missing")
     page.wait_for_selector('#fleet-swimlane[data-lanes="2"]')
     assert page.locator("#fleet-heat-failures .ytick", has_text="worker-2").count() == 1
     assert page.locator("#fleet-swimlane .ytick", has_text="ghost5").count() == 1
+    # The page draws each lane's bars where the answer's rows put them.
+    lanes = swimlane_bars(sent.value.json()["swimlane"])
+    drawn = page.evaluate(
+        """() => document.getElementById("fleet-swimlane").data
+          .filter((t) => t.mode === "lines").map((t) => [t.x, t.y])"""
+    )
+    segments = sorted((y[i], x[i], x[i + 1]) for x, y in drawn for i in range(0, len(x), 3))
+    assert segments == sorted(
+        (lane, start, end) for lane, bars in enumerate(lanes) for _, start, end in bars
+    )
+    assert len(drawn) == len({stage for bars in lanes for stage, _, _ in bars})
 
 
 def test_it_shows_hostile_strings_as_text(

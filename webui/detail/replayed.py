@@ -15,8 +15,8 @@ counted while loading (``steadyfleet.SteadyFleet``), and only the pods the time 
 apart are merged in (``_fleet_from_steady``).
 
 The swimlane's 10,000 lanes are made by columns from each pod's kept bars
-(``_swimlane``: the lanes of one shape hold each stage at the same place, so a stage's
-bars are one ``zip`` of columns, no Python step per bar), as tuples: the same JSON as
+(``_swimlane``: the lanes of one shape hold each stage at the same place, so their rows
+are one ``zip`` of columns, no Python step per bar), as tuples: the same JSON as
 lists (``fleet_at`` turns them into lists, as ``fleet_digest`` has them). Made so, the
 answer also encodes and frees in ≈ 5 ms each instead of ≈ 20 (docs/benchmarks.md).
 The endpoint takes the answer encoded (``fleet_json``), made and freed with the
@@ -31,11 +31,11 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable
 from functools import partial
-from itertools import chain, compress, islice
+from itertools import chain, compress, islice, repeat
 from itertools import count as counting
-from operator import attrgetter, is_not, itemgetter
+from operator import attrgetter, is_not, itemgetter, sub
 from typing import Any
 
 from handoff.core.gcpause import paused_gc
@@ -44,7 +44,15 @@ from handoff.core.trace import format_time
 from handoff.core.verdicts import DURATIONS
 from handoff.core.views import stage_bars
 from handoff.live.aggregates import as_written
-from handoff.live.pages.fleet import FAILURES, FLEET_DURATIONS, HEATMAP_LATENCY, Fleet, rank_nodes
+from handoff.live.pages.fleet import (
+    FAILURES,
+    FLEET_DURATIONS,
+    HEATMAP_LATENCY,
+    STAGE_NAMES,
+    STAGE_PLACE,
+    Fleet,
+    rank_nodes,
+)
 from handoff.live.pages.nodes import Nodes
 from handoff.live.pages.rows import row_from_pod
 from handoff.offline.judging import Delta, Durations, pod_durations
@@ -72,7 +80,6 @@ _first_of = itemgetter(2)
 _flat_of = itemgetter(0)  # of a Lane
 _open_of = itemgetter(1)
 _shape_of = itemgetter(3)
-_lane_key = itemgetter(0)  # of a bar
 _namespace_of = attrgetter("namespace")
 _name_of = attrgetter("name")
 _pod_item = itemgetter(_POD)
@@ -199,17 +206,12 @@ def _swimlane(
 ) -> dict[str, Any]:
     """``fleet.swimlane`` of the chosen pods' lanes (oldest first, with their verdicts),
     made by columns from their bars as ``known`` keeps them. The lanes of one shape hold
-    each stage at the same place of their flat bars, so that stage's bars of them are
-    one ``zip`` of columns (``itemgetter``, ``map``: no Python step per bar), a tuple
-    each: the same JSON as ``fleet.swimlane``'s lists (``listed`` makes them lists). A
-    lane has a stage at most once (``stage_bars``), so the bars of a stage from several
-    shapes are put in lane order by one sort on the lane. The stages come in the order
-    ``fleet.swimlane`` meets them (by their first lane, then place in it): the shapes
-    are taken in the order of their first lanes, so a stage is first put in by the
-    shape of its first lane. An open last bar ends at ``now``."""
+    each stage at the same place of their flat bars, so their rows are one ``zip`` of
+    columns (``itemgetter``, ``map``: no Python step per bar), a tuple each: the same
+    JSON as ``fleet.swimlane``'s lists (``listed`` makes them lists). An open last bar
+    ends at ``now``."""
     records = [lanes.get(id(pod)) or _lane_at(pod, now) for pod in pods]
     base = min(filter(_not_none, map(_first_of, records)), default=0)
-    minus = (-base).__add__
     groups: dict[Shape, list[int]] = {}
     for lane, shape in enumerate(map(_shape_of, records)):
         members = groups.get(shape)
@@ -217,30 +219,42 @@ def _swimlane(
             groups[shape] = [lane]
         else:
             members.append(lane)
-    pieces: dict[str, list[Iterator[tuple[int, int, int]]]] = {}
+    rows: list[tuple[int, ...]] = [()] * len(records)
     for (names, is_open), members in groups.items():
+        if not names:
+            continue  # no bars: the row stays empty
         chosen = list(map(records.__getitem__, members))
         flats = list(map(_flat_of, chosen))
         last = len(names) - 1
+        columns: list[Iterable[int]] = []
+        previous: Iterable[int] = repeat(base)
         for place, name in enumerate(names):
-            starts = map(minus, map(itemgetter(3 * place + 1), flats))
+            starts = list(map(itemgetter(3 * place + 1), flats))
             if is_open and place == last:
-                ends = map(minus, _open_ends(chosen, now))
+                ends = _open_ends(chosen, now)
             else:
-                ends = map(minus, map(itemgetter(3 * place + 2), flats))
-            pieces.setdefault(name, []).append(zip(members, starts, ends, strict=True))
-    bars: dict[str, list[tuple[int, int, int]]] = {}
-    for name, found in pieces.items():
-        if len(found) == 1:
-            bars[name] = list(found[0])
-        else:
-            bars[name] = sorted(chain.from_iterable(found), key=_lane_key)
+                ends = list(map(itemgetter(3 * place + 2), flats))
+            columns += (
+                repeat(STAGE_PLACE[name]),
+                map(sub, starts, previous),
+                map(sub, ends, starts),
+            )
+            previous = ends
+        # The repeated places are endless; the starts and lengths have one per member.
+        for lane, row in zip(members, zip(*columns, strict=False), strict=True):
+            rows[lane] = row
     heads = list(
         zip(
             map(_namespace_of, pods), map(_name_of, pods), map(_uid_of, pods), verdicts, strict=True
         )
     )
-    return {"base_ms": base, "lanes": heads, "bars": bars, "left_out": left_out}
+    return {
+        "base_ms": base,
+        "stages": STAGE_NAMES,
+        "lanes": heads,
+        "bars": rows,
+        "left_out": left_out,
+    }
 
 
 def _open_ends(records: list[Lane], now: float) -> list[int]:
@@ -256,7 +270,7 @@ def listed(answer: dict[str, Any]) -> dict[str, Any]:
     them (the same JSON either way)."""
     lanes = answer["swimlane"]
     lanes["lanes"] = list(map(list, lanes["lanes"]))
-    lanes["bars"] = {name: list(map(list, bars)) for name, bars in lanes["bars"].items()}
+    lanes["bars"] = list(map(list, lanes["bars"]))
     return answer
 
 

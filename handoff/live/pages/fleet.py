@@ -33,6 +33,9 @@ ECDF_POINTS = 400
 BINS_PER_DECADE = 8
 HEATMAP_NODES = 60
 SWIMLANE_LIMIT = 10_000
+# The swimlane's bars name their stage by its place here (``swimlane``).
+STAGE_NAMES = tuple(stage.name for stage in v.STAGES)
+STAGE_PLACE = {name: place for place, name in enumerate(STAGE_NAMES)}
 
 
 def _empty(unobserved: int) -> dict[str, Any]:
@@ -278,20 +281,50 @@ def _lane(row: PodRow) -> list[Any]:
 
 
 def swimlane(chosen: list[list[Any]], left_out: int) -> dict[str, Any]:
-    """Stage bars of the chosen pods (the most recently created), one lane each, as
-    compact columns (milliseconds since ``base``) the page turns into WebGL segments.
-    ``chosen``: [namespace, name, uid, verdict, [stage, start ms, end ms, ...]] each."""
+    """Stage bars of the chosen pods (the most recently created), one lane each, in ms,
+    one flat row per lane, which the page turns into WebGL segments.
+    ``chosen``: [namespace, name, uid, verdict, [stage, start ms, end ms, ...]] each.
+
+    A lane's row holds, per bar, the stage's place in ``STAGE_NAMES``, its start and its
+    length: the first bar's start is counted from ``base_ms``, each later one's from
+    the end of the bar before it (negative where stages overlap). Most bars start where
+    the one before ends, so a row is mostly small numbers and zeros, which pack to less
+    than half of a [lane, start, end] triple per bar (docs/api.md)."""
     flats = [lane[4] for lane in chosen]
     base = min([min(flat[1::3]) for flat in flats if flat], default=0)
-    bars: dict[str, list[list[int]]] = {}
-    for lane, flat in enumerate(flats):
+    rows: list[list[int]] = []
+    for flat in flats:
+        row: list[int] = []
+        previous = base
         for stage_name, start, end in zip(flat[0::3], flat[1::3], flat[2::3], strict=True):
-            stage = bars.get(stage_name)
-            if stage is None:
-                stage = bars[stage_name] = []
-            stage.append([lane, start - base, end - base])
+            row += (STAGE_PLACE[stage_name], start - previous, end - start)
+            previous = end
+        rows.append(row)
     lanes = [lane[:4] for lane in chosen]
-    return {"base_ms": base, "lanes": lanes, "bars": bars, "left_out": left_out}
+    return {
+        "base_ms": base,
+        "stages": STAGE_NAMES,
+        "lanes": lanes,
+        "bars": rows,
+        "left_out": left_out,
+    }
+
+
+def swimlane_bars(answer: dict[str, Any]) -> list[list[tuple[str, int, int]]]:
+    """A ``swimlane`` answer's bars read back: per lane, (stage, start ms, end ms) each,
+    in epoch ms, as fleet.js reads them."""
+    base = answer["base_ms"]
+    names = answer["stages"]
+    lanes = []
+    for row in answer["bars"]:
+        bars = []
+        previous = base
+        for place, gap, length in zip(row[0::3], row[1::3], row[2::3], strict=True):
+            start = previous + gap
+            previous = start + length
+            bars.append((names[place], start, previous))
+        lanes.append(bars)
+    return lanes
 
 
 def _time(text: str) -> float:

@@ -21,7 +21,9 @@ from handoff.live.pages.nodes import kept
 from handoff.live.pages.rows import row_from_view
 
 NODES = "nodes"
-FLEET = "fleet"
+# A shared answer's name changes with its shape, so no version is handed a shape it does
+# not read from a store it shares with another (the fleet's bars per lane: 2026-12-04).
+FLEET = "fleet.2"
 # As the web encodes every JSON answer (webui/jsonbody.py), for types JSON knows.
 OPTIONS = orjson.OPT_NON_STR_KEYS
 PACK_LEVEL = 1

@@ -17,7 +17,7 @@ import redis
 from handoff.core.histogram import RELATIVE_ERROR
 from handoff.live import aggregates, clusters, metrics, queries, store
 from handoff.live.fold import Folder, FoldSettings
-from handoff.live.pages.fleet import fleet_digest, kept_fleet
+from handoff.live.pages.fleet import fleet_digest, kept_fleet, swimlane_bars
 from handoff.live.pages.nodes import kept, nodes_digest
 from handoff.live.pages.rows import row_from_view
 from handoff.sim import Options, find_scenario, run
@@ -126,14 +126,11 @@ def _close(kept: float | None, exact: float | None) -> bool:
 
 def _lanes(swimlane: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     """uid -> (namespace, name, verdict, its bars in absolute ms), whatever the lane order."""
-    bars: dict[int, list[tuple[str, int, int]]] = {}
-    for stage, rows in swimlane["bars"].items():
-        for lane, start, end in rows:
-            base = swimlane["base_ms"]
-            bars.setdefault(lane, []).append((stage, start + base, end + base))
     return {
-        uid: (namespace, name, verdict, sorted(bars.get(lane, [])))
-        for lane, (namespace, name, uid, verdict) in enumerate(swimlane["lanes"])
+        uid: (namespace, name, verdict, sorted(bars))
+        for (namespace, name, uid, verdict), bars in zip(
+            swimlane["lanes"], swimlane_bars(swimlane), strict=True
+        )
     }
 
 

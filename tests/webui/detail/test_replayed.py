@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from handoff.core.trace import TraceReader
-from handoff.live.pages.fleet import SWIMLANE_LIMIT, fleet_digest
+from handoff.live.pages.fleet import SWIMLANE_LIMIT, fleet_digest, swimlane_bars
 from handoff.live.pages.nodes import nodes_digest
 from handoff.offline.replay import ReplayState
 from tests.offline.test_replay_checkpoints import every_trace, turning_times
@@ -242,16 +242,16 @@ def test_the_fleet_answer_is_gone_before_the_collector_runs_again(tmp_path: Path
 
 
 def test_the_swimlane_by_columns_equals_the_live_swimlane() -> None:
-    """``_swimlane`` (a stage's bars of each shape of lane at once, merged by lane)
-    equals ``fleet.swimlane`` over the same lanes, bar for bar and in its stages' order:
-    lanes of many shapes, stages first met in later lanes, open last bars (one not yet
-    begun at the time asked), lanes without bars."""
+    """``_swimlane`` (the rows of each shape of lane at once, by columns) equals
+    ``fleet.swimlane`` over the same lanes, bar for bar, and reads back as the bars it
+    was given: lanes of many shapes, open last bars (one not yet begun at the time
+    asked), lanes without bars."""
     from types import SimpleNamespace
 
     from handoff.live.pages.fleet import swimlane
 
     rng = random.Random(5)
-    stages = ["scheduling", "awaiting-kubelet", "admission", "sandbox", "running", "gone"]
+    stages = ["scheduling", "awaiting-kubelet", "admission", "sandbox", "running", "terminal"]
     now = 1_772_360_000.0
     pods, verdicts, lanes, chosen = [], [], {}, []
     for i in range(300):
@@ -280,5 +280,10 @@ def test_the_swimlane_by_columns_equals_the_live_swimlane() -> None:
     want = swimlane(chosen, 42)
     assert len({lane[3] for lane in lanes.values()}) > 20  # many shapes
     assert replayed.listed({"swimlane": made})["swimlane"] == want
-    assert list(made["bars"]) == list(want["bars"])  # the stages in the same order
+    assert (
+        swimlane_bars(want)
+        == [  # the bars read back as they were given
+            list(zip(c[4][0::3], c[4][1::3], c[4][2::3], strict=True)) for c in chosen
+        ]
+    )
     assert encode(made) == encode(want)

@@ -141,17 +141,28 @@
     note.textContent = lanes.length + " pods, most recently created" + (s.left_out ? " (" + s.left_out + " older pods not drawn)" : "") + " · WebGL";
     var width = Math.max(1, Math.min(8, 500 / Math.max(1, lanes.length)));
     var laneText = lanes.map(function (l) { return H.esc(l[0] + "/" + l[1]); });
+    // Each lane's row: per bar its stage's place in s.stages, its start (the first from
+    // base_ms, the others from the end of the bar before) and its length, in ms.
+    var byStage = {}, ends = {};
+    s.bars.forEach(function (row, lane) {
+      var previous = 0;
+      for (var j = 0; j + 2 < row.length; j += 3) {
+        var start = previous + row[j + 1], end = start + row[j + 2];
+        (byStage[s.stages[row[j]]] = byStage[s.stages[row[j]]] || []).push(lane, start, end);
+        ends[lane] = Math.max(ends[lane] || 0, end);
+        previous = end;
+      }
+    });
     var traces = [];
-    var ends = {};
     H.meta.stages.forEach(function (stage) {
-      var bars = s.bars[stage.name];
+      var bars = byStage[stage.name];
       if (!bars) return;
       var x = [], y = [], text = [];
-      bars.forEach(function (b) {
-        var t = laneText[b[0]] + "<br>" + H.esc(stage.label) + ": " + H.esc(H.seconds((b[2] - b[1]) / 1000));
-        x.push(base + b[1], base + b[2], null); y.push(b[0], b[0], null); text.push(t, t, "");
-        ends[b[0]] = Math.max(ends[b[0]] || 0, b[2]);
-      });
+      for (var k = 0; k < bars.length; k += 3) {
+        var lane = bars[k], start = bars[k + 1], end = bars[k + 2];
+        var t = laneText[lane] + "<br>" + H.esc(stage.label) + ": " + H.esc(H.seconds((end - start) / 1000));
+        x.push(base + start, base + end, null); y.push(lane, lane, null); text.push(t, t, "");
+      }
       traces.push({ type: "scattergl", mode: "lines", name: stage.label, x: x, y: y, text: text, hoverinfo: "text",
         line: { color: stage.colour, width: width }, connectgaps: false });
     });
