@@ -124,6 +124,9 @@ async def test_it_refuses_anonymous_clients_before_any_data(fold):
         "type": "websocket.close",
         "code": CLOSE_UNAUTHENTICATED,
     }
+    # End as Daphne would (the browser saw the close), so the consumer's channel-layer
+    # receive ends in this test rather than being cancelled with the test's event loop.
+    await comm.disconnect()
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ async def test_it_closes_anonymous_connections_with_4401():
     connected, _ = await comm.connect()
     assert connected
     assert await comm.receive_output() == {"type": "websocket.close", "code": CLOSE_UNAUTHENTICATED}
+    await comm.disconnect()
 
 
 async def test_it_refuses_anonymous_through_the_full_asgi_stack():
@@ -35,6 +36,7 @@ async def test_it_refuses_anonymous_through_the_full_asgi_stack():
     )
     await comm.connect()
     assert (await comm.receive_output())["code"] == CLOSE_UNAUTHENTICATED
+    await comm.disconnect()
 
 
 async def test_it_refuses_foreign_origins():
@@ -43,6 +45,7 @@ async def test_it_refuses_foreign_origins():
     )
     connected, _ = await comm.connect()
     assert not connected
+    await comm.disconnect()
 
 
 async def test_it_forwards_group_messages_to_signed_in_users():
@@ -66,6 +69,7 @@ async def test_it_closes_connections_for_invalid_cluster_names():
     comm = communicator("/ws/clusters/" + "a" * 100 + "/", user)
     await comm.connect()
     assert (await comm.receive_output())["code"] == CLOSE_BAD_CLUSTER
+    await comm.disconnect()
 
 
 @pytest.mark.parametrize(
